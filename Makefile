@@ -1,0 +1,59 @@
+# The book's commands. The README leads with two: `make book` and `make test`.
+# Both create the virtual environment in .venv on first use and install
+# requirements.txt into it; later runs reuse it until requirements.txt changes.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8000
+# Notebooks are checked in parallel, one notebook per worker (loadfile keeps a
+# notebook's cells in one kernel).
+NBVAL_WORKERS ?= 2
+NBVAL := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+         -n $(NBVAL_WORKERS) --dist loadfile chapters/
+BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
+
+.PHONY: book test test-lib test-notebooks test-build env serve clean outputs
+
+book: $(STAMP)
+	$(BUILD)
+	@echo "The book is at $(abspath _build/html/index.html)"
+
+# Runs all three parts even when one fails, then fails if any did.
+test: $(STAMP)
+	@failed=0; passed=0; \
+	for part in test-lib test-notebooks test-build; do \
+	  if $(MAKE) --no-print-directory $$part; then passed=$$((passed+1)); \
+	  else failed=$$((failed+1)); echo "make test: $$part FAILED"; fi; \
+	done; \
+	echo "test parts: $$passed passed, $$failed failed"; \
+	test $$failed -eq 0
+
+test-lib: $(STAMP)
+	$(BIN)/pytest tests/
+
+test-notebooks: $(STAMP)
+	$(NBVAL)
+
+test-build: $(STAMP)
+	$(BUILD)
+
+env: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+serve: book
+	@echo "Serving on http://127.0.0.1:$(PORT)/ (Ctrl-C stops it)"
+	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
+
+clean:
+	rm -rf _build
+
+# Re-run every chapter top to bottom and store its outputs (what nbval compares against).
+outputs: $(STAMP)
+	$(BIN)/python tools/run_notebooks.py

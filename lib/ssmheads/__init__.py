@@ -1,0 +1,47 @@
+"""ssmheads: the library of the executable textbook *How Many Heads Make an SSM?*
+
+Attention layers and state-space models both compute ``y_i = sum_j W_ij(X) x_j``.
+This package builds those operators, compares the ways of computing them, and
+checks the book's theorems numerically. Arrays follow one convention: a sequence
+is ``(n, d)``, an interaction operator ``(n, n, p, d)``, lag operators ``(n, p, d)``.
+
+Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
+:mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
+:mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
+"""
+
+from . import exercises, operator, plotting, systems, widgets
+from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, lag_operators
+from .operator import (
+    apply_interaction,
+    block_norms,
+    causality_violation,
+    operator_of_linear_map,
+    toeplitz_deviation,
+    toeplitz_operator,
+    trivial_interaction_form,
+    two_route_gap,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LinearSSM",
+    "MultiHeadAttention",
+    "Convolution",
+    "PositionwiseLinear",
+    "lag_operators",
+    "apply_interaction",
+    "toeplitz_operator",
+    "block_norms",
+    "causality_violation",
+    "toeplitz_deviation",
+    "operator_of_linear_map",
+    "trivial_interaction_form",
+    "two_route_gap",
+    "systems",
+    "plotting",
+    "widgets",
+    "exercises",
+    "operator",
+]

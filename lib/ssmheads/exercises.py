@@ -1,0 +1,181 @@
+"""Checks that students call on their answers to the book's exercises.
+
+Each ``check_*`` function takes the student's answer (usually a function they
+wrote), tests it on several cases against a reference, and returns a
+:class:`CheckResult`. A result is truthy only when the answer passed, so a
+solution cell can end in ``assert result``. An untouched stub (a function whose
+body is ``...``, or ``None``) is reported as "not attempted yet", never as a
+traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from .models import MultiHeadAttention
+from .systems import random_attention
+
+__all__ = [
+    "CheckResult",
+    "check_ema_operator",
+    "check_mlp_operator",
+    "check_residual_operator",
+]
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Outcome of an exercise check.
+
+    Attributes
+    ----------
+    exercise : str
+        Which exercise was checked.
+    status : str
+        ``"passed"``, ``"failed"`` or ``"not attempted yet"``.
+    message : str
+        What was tested, or what was expected and what the answer gave.
+    """
+
+    exercise: str
+    status: str
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.status == PASSED
+
+    def __str__(self) -> str:
+        mark = {PASSED: "PASSED", FAILED: "NOT YET", NOT_ATTEMPTED: "NOT ATTEMPTED YET"}[self.status]
+        return f"[{self.exercise}] {mark}: {self.message}"
+
+    __repr__ = __str__
+
+
+class _Fail(Exception):
+    """Raised inside a check to stop at the first failed case."""
+
+
+def _is_stub(value: Any) -> bool:
+    return value is None or value is Ellipsis
+
+
+def _call(answer: Callable, *args):
+    """Call the student's function; stubs and student errors become results, not tracebacks."""
+    try:
+        out = answer(*args)
+    except NotImplementedError:
+        return NOT_ATTEMPTED
+    except Exception as exc:  # the student's code failed: report it as feedback
+        raise _Fail(f"your function raised {type(exc).__name__}: {exc}") from None
+    return NOT_ATTEMPTED if _is_stub(out) else out
+
+
+def _compare(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> None:
+    try:
+        got = np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
+        raise _Fail(f"{what}: expected a numeric array of shape {expected.shape}; got {type(got).__name__}") from None
+    if got.shape != expected.shape:
+        raise _Fail(f"{what}: expected shape {expected.shape}; got shape {got.shape}")
+    scale = max(1.0, float(np.abs(expected).max()))
+    bad = np.abs(got - expected) > rtol * scale
+    if np.any(bad):
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise _Fail(f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g}")
+
+
+def _run(exercise: str, answer: Any, cases: Iterable[tuple[tuple, Callable[[Any], None]]], summary: str) -> CheckResult:
+    """Run ``answer(*args)`` on each case and apply that case's test to the output."""
+    if _is_stub(answer):
+        return CheckResult(exercise, NOT_ATTEMPTED, "replace the stub with your answer, then run this cell again")
+    if not callable(answer):
+        return CheckResult(exercise, FAILED, f"expected a function; got {type(answer).__name__}")
+    try:
+        for args, test in cases:
+            out = _call(answer, *args)
+            if out is NOT_ATTEMPTED:
+                return CheckResult(exercise, NOT_ATTEMPTED, "your function returns nothing yet; fill in its body")
+            test(out)
+    except _Fail as failure:
+        return CheckResult(exercise, FAILED, str(failure))
+    return CheckResult(exercise, PASSED, summary)
+
+
+# ---------------------------------------------------------------- Chapter 1
+
+def _ema_reference(n: int, d: int, gamma: float) -> np.ndarray:
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    coeff = np.where(lag >= 0, (1 - gamma) * gamma ** np.maximum(lag, 0), 0.0)
+    return coeff[:, :, None, None] * np.eye(d)
+
+
+def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) -> CheckResult:
+    """Chapter 1, exercise "EMA operator": the operator of the exponential moving average.
+
+    The layer is ``y_i = (1 - gamma) sum_{j <= i} gamma^(i-j) x_j``. The answer is a
+    function ``ema_operator(n, d, gamma)`` returning its operator, shape ``(n, n, d, d)``.
+    """
+    cases = [((n, d, g), lambda out, n=n, d=d, g=g: _compare(out, _ema_reference(n, d, g),
+                                                             f"ema_operator({n}, {d}, {g})"))
+             for n, d, g in ((1, 1, 0.5), (4, 2, 0.5), (7, 3, 0.9), (5, 2, -0.3))]
+    return _run("Chapter 1: EMA operator", ema_operator, cases,
+                "the operator matches (1 - gamma) gamma^(i-j) I below the diagonal, zero above, on 4 cases")
+
+
+def _mlp_case(seed: int, n: int, d: int, h: int, p: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((h, d)), rng.standard_normal((p, h)), rng.standard_normal((n, d))
+
+
+def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> CheckResult:
+    """Chapter 1, exercise "MLP operator": an interaction form of the ReLU MLP ``y_i = W2 relu(W1 x_i)``.
+
+    The answer is a function ``mlp_operator(W1, W2, X)`` with ``W1 (h, d)``,
+    ``W2 (p, h)``, ``X (n, d)``, returning ``W (n, n, p, d)`` with
+    ``W_ii = W2 diag(1[W1 x_i > 0]) W1`` and zero blocks off the diagonal.
+    """
+    def test(args):
+        W1, W2, X = args
+        gate = (X @ W1.T > 0).astype(float)  # (n, h)
+        expected = np.zeros((X.shape[0], X.shape[0], W2.shape[0], W1.shape[1]))
+        idx = np.arange(X.shape[0])
+        expected[idx, idx] = np.einsum("ph,ih,hd->ipd", W2, gate, W1)
+
+        def check(out):
+            out_arr = np.asarray(out, dtype=float) if not isinstance(out, np.ndarray) else out
+            if out_arr.shape == expected.shape:
+                y = np.maximum(X @ W1.T, 0) @ W2.T
+                got_y = np.einsum("ijpd,jd->ip", out_arr, X)
+                if not np.allclose(got_y, y, rtol=1e-9, atol=1e-9):
+                    raise _Fail("applying your operator to X does not give the MLP's output W2 relu(W1 x_i)")
+            _compare(out, expected, f"mlp_operator on a case with n={X.shape[0]}, d={W1.shape[1]}, h={W1.shape[0]}")
+        return check
+
+    cases = []
+    for seed, shape in ((0, (3, 2, 4, 2)), (1, (6, 3, 5, 2)), (2, (5, 4, 8, 3))):
+        args = _mlp_case(seed, *shape)
+        cases.append((args, test(args)))
+    return _run("Chapter 1: MLP operator", mlp_operator, cases,
+                "your operator is block diagonal with W2 D(x_i) W1 and reproduces the MLP on 3 cases")
+
+
+def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.ndarray], np.ndarray]) -> CheckResult:
+    """Chapter 1, exercise "residual attention operator": the operator of attention with a residual connection, ``y = MHA(X) + X``.
+
+    The answer is a function ``residual_operator(mha, X)`` returning ``(n, n, d, d)``;
+    the layer must have ``p = d``.
+    """
+    cases = []
+    for seed, (H, d, n) in enumerate(((1, 2, 3), (2, 3, 6), (4, 2, 9))):
+        mha = random_attention(H, d, seed=seed)
+        X = np.random.default_rng(seed + 10).standard_normal((n, d))
+        expected = mha.interaction(X) + np.eye(n)[:, :, None, None] * np.eye(d)
+        cases.append(((mha, X), lambda out, e=expected, H=H, n=n:
+                      _compare(out, e, f"residual_operator on {H} head(s), n={n}")))
+    return _run("Chapter 1: residual attention operator", residual_operator, cases,
+                "your operator equals sum_h alpha^h_ij V_h + delta_ij I on 3 layers")

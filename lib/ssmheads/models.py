@@ -1,0 +1,384 @@
+"""Sequence layers, each computable two ways: directly, and through its interaction operator.
+
+Every layer has ``forward(X)`` (the way the layer is usually computed: a
+recurrence, a convolution, softmax(QK^T)V) and ``interaction(X)`` (its operator
+``W`` of shape ``(n, n, p, d)``). Chapter 1 checks that the two routes agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_array, check_nonempty, check_positive_int, check_size
+from .operator import toeplitz_operator
+
+__all__ = [
+    "lag_operators",
+    "LinearSSM",
+    "MultiHeadAttention",
+    "Convolution",
+    "PositionwiseLinear",
+]
+
+
+def _check_system(A, B, C, D=None, copy=False):
+    A = as_array("A", A, 2, "(N, N)", copy)
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be square, shape (N, N); got shape {A.shape}")
+    check_nonempty("A", A, 0, "the state size N")
+    N = A.shape[0]
+    B = as_array("B", B, 2, "(N, d)", copy)
+    check_size("B", B, 0, N, "the state size N of A")
+    check_nonempty("B", B, 1, "the token width d")
+    C = as_array("C", C, 2, "(p, N)", copy)
+    check_size("C", C, 1, N, "the state size N of A")
+    check_nonempty("C", C, 0, "the output width p")
+    if D is not None:
+        D = as_array("D", D, 2, "(p, d)", copy)
+        if D.shape != (C.shape[0], B.shape[1]):
+            raise ValueError(f"D must have shape (p, d) = {(C.shape[0], B.shape[1])}; got shape {D.shape}")
+    return A, B, C, D
+
+
+def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
+    """Lag operators ``K[l] = C A^l B`` for ``l = 0, ..., n-1`` (plus ``D`` at lag 0 if given).
+
+    The powers are formed by doubling: ``A^m B, ..., A^(2m-1) B`` come from
+    ``A^0 B, ..., A^(m-1) B`` in one batched product with ``A^m``, so there are
+    ``O(log n)`` matrix products, each vectorized over a block of lags.
+
+    Parameters
+    ----------
+    A : array, shape (N, N)
+    B : array, shape (N, d)
+    C : array, shape (p, N)
+    n : int
+        Number of lags, ``n >= 1``.
+    D : array, shape (p, d), optional
+        Skip term; it only changes ``K[0]`` to ``C B + D``.
+
+    Returns
+    -------
+    K : ndarray, shape (n, p, d)
+    """
+    A, B, C, D = _check_system(A, B, C, D)
+    n = check_positive_int("n", n)
+    AB = np.empty((n,) + B.shape)  # AB[l] = A^l B
+    AB[0] = B
+    filled, power = 1, A  # invariant: power == A^filled
+    while filled < n:
+        m = min(filled, n - filled)
+        AB[filled:filled + m] = power @ AB[:m]
+        filled += m
+        if filled < n:
+            power = power @ power
+    K = C @ AB
+    if D is not None:
+        K[0] += D
+    return K
+
+
+class _Layer:
+    """Shared input check: ``X`` must be a finite ``(n, d)`` array with the layer's ``d``."""
+
+    d: int
+
+    def _input(self, X) -> np.ndarray:
+        X = as_array("X", X, 2, "(n, d)")
+        check_nonempty("X", X, 0, "the sequence length n")
+        check_size("X", X, 1, self.d, "the layer's token width d")
+        return X
+
+
+class LinearSSM(_Layer):
+    """Linear time-invariant state-space model ``h_t = A h_{t-1} + B x_t``, ``y_t = C h_t + D x_t``.
+
+    Parameters
+    ----------
+    A : array, shape (N, N)
+        State transition.
+    B : array, shape (N, d)
+        Input map.
+    C : array, shape (p, N)
+        Output map.
+    D : array, shape (p, d), optional
+        Skip term (zero if omitted).
+
+    Notes
+    -----
+    The state starts at ``h_0 = 0``. Unrolling the recurrence gives the causal
+    block-Toeplitz operator ``W_ij = C A^(i-j) B`` for ``j <= i``, independent of the input.
+    """
+
+    def __init__(self, A, B, C, D=None):
+        A, B, C, D = _check_system(A, B, C, D, copy=True)
+        self.A, self.B, self.C = A, B, C
+        self.D = np.zeros((C.shape[0], B.shape[1])) if D is None else D
+        for arr in (self.A, self.B, self.C, self.D):
+            arr.flags.writeable = False
+        self.N, self.d, self.p = A.shape[0], B.shape[1], C.shape[0]
+
+    def __repr__(self) -> str:
+        return f"LinearSSM(N={self.N}, d={self.d}, p={self.p})"
+
+    @property
+    def spectral_radius(self) -> float:
+        """Largest absolute eigenvalue of ``A``; the system is stable when it is below 1."""
+        return float(np.max(np.abs(np.linalg.eigvals(self.A))))
+
+    def lag_operators(self, n: int) -> np.ndarray:
+        """Lag operators ``K[l] = C A^l B`` (``K[0] = C B + D``), shape ``(n, p, d)``."""
+        return lag_operators(self.A, self.B, self.C, n, D=self.D)
+
+    def forward(self, X) -> np.ndarray:
+        """Run the recurrence over the sequence.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        Y : ndarray, shape (n, p)
+        """
+        X = self._input(X)
+        drive = X @ self.B.T  # (n, N): B x_t for every t
+        states = np.empty((X.shape[0], self.N))
+        h = np.zeros(self.N)
+        for t in range(X.shape[0]):
+            h = self.A @ h + drive[t]
+            states[t] = h
+        return states @ self.C.T + X @ self.D.T
+
+    def interaction(self, X) -> np.ndarray:
+        """The operator ``W[i, j] = K[i - j]`` for ``j <= i``; ``X`` only sets ``n``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        W : ndarray, shape (n, n, p, d)
+        """
+        n = self._input(X).shape[0]
+        return toeplitz_operator(self.lag_operators(n), n)
+
+
+def _elu_plus_one(u: np.ndarray) -> np.ndarray:
+    """The positive feature map of linear attention, ``elu(u) + 1``."""
+    return np.where(u > 0, u + 1.0, np.exp(np.minimum(u, 0.0)))
+
+
+class MultiHeadAttention(_Layer):
+    """Multi-head attention, ``y_i = sum_h W_O^h sum_j alpha^h_ij W_V^h x_j``.
+
+    Parameters
+    ----------
+    W_Q, W_K : array, shape (H, d_k, d)
+        Query and key projections of each head.
+    W_V : array, shape (H, d_v, d)
+        Value projections.
+    W_O : array, shape (H, p, d_v)
+        Output projection, split by head.
+    causal : bool
+        If true, token ``i`` attends only to ``j <= i``.
+    kernel : {"softmax", "linear"}
+        ``"softmax"``: ``alpha_ij = softmax_j(q_i . k_j / sqrt(d_k))``.
+        ``"linear"``: ``alpha_ij = phi(q_i) . phi(k_j) / sum_m phi(q_i) . phi(k_m)`` with
+        ``phi(u) = elu(u) + 1`` (Katharopoulos et al., 2020).
+    """
+
+    def __init__(self, W_Q, W_K, W_V, W_O, causal: bool = True, kernel: str = "softmax"):
+        W_Q = as_array("W_Q", W_Q, 3, "(H, d_k, d)", copy=True)
+        W_K = as_array("W_K", W_K, 3, "(H, d_k, d)", copy=True)
+        W_V = as_array("W_V", W_V, 3, "(H, d_v, d)", copy=True)
+        W_O = as_array("W_O", W_O, 3, "(H, p, d_v)", copy=True)
+        check_nonempty("W_Q", W_Q, 0, "the number of heads H")
+        check_nonempty("W_Q", W_Q, 1, "the key width d_k")
+        check_nonempty("W_Q", W_Q, 2, "the token width d")
+        H, d_k, d = W_Q.shape
+        for name, arr in (("W_K", W_K), ("W_V", W_V), ("W_O", W_O)):
+            check_size(name, arr, 0, H, "the number of heads H of W_Q")
+        check_size("W_K", W_K, 1, d_k, "the key width d_k of W_Q")
+        check_size("W_K", W_K, 2, d, "the token width d of W_Q")
+        check_size("W_V", W_V, 2, d, "the token width d of W_Q")
+        check_nonempty("W_V", W_V, 1, "the value width d_v")
+        check_size("W_O", W_O, 2, W_V.shape[1], "the value width d_v of W_V")
+        check_nonempty("W_O", W_O, 1, "the output width p")
+        if kernel not in ("softmax", "linear"):
+            raise ValueError(f"kernel must be 'softmax' or 'linear'; got {kernel!r}")
+        if not isinstance(causal, (bool, np.bool_)):
+            raise ValueError(f"causal must be True or False; got {causal!r}")
+        self.W_Q, self.W_K, self.W_V, self.W_O = W_Q, W_K, W_V, W_O
+        for arr in (W_Q, W_K, W_V, W_O):
+            arr.flags.writeable = False
+        self.causal, self.kernel = bool(causal), kernel
+        self.H, self.d_k, self.d = H, d_k, d
+        self.d_v, self.p = W_V.shape[1], W_O.shape[1]
+
+    def __repr__(self) -> str:
+        return (f"MultiHeadAttention(H={self.H}, d={self.d}, p={self.p}, d_k={self.d_k}, "
+                f"d_v={self.d_v}, causal={self.causal}, kernel={self.kernel!r})")
+
+    def _queries_keys(self, X: np.ndarray):
+        Q = np.einsum("hkd,nd->hnk", self.W_Q, X)
+        K = np.einsum("hkd,nd->hnk", self.W_K, X)
+        return Q, K
+
+    def coefficients(self, X) -> np.ndarray:
+        """Attention weights ``alpha[h, i, j]``; zero above the diagonal when causal.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        alpha : ndarray, shape (H, n, n)
+            Each row sums to 1 over the positions it may attend to.
+        """
+        X = self._input(X)
+        n = X.shape[0]
+        Q, K = self._queries_keys(X)
+        allowed = np.tril(np.ones((n, n), dtype=bool)) if self.causal else np.ones((n, n), dtype=bool)
+        if self.kernel == "softmax":
+            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(self.d_k)
+            scores = np.where(allowed, scores, -np.inf)
+            scores -= scores.max(axis=2, keepdims=True)
+            weights = np.exp(scores)
+        else:
+            weights = (_elu_plus_one(Q) @ _elu_plus_one(K).transpose(0, 2, 1)) * allowed
+        return weights / weights.sum(axis=2, keepdims=True)
+
+    def value_maps(self) -> np.ndarray:
+        """The per-head value maps ``V_h = W_O^h W_V^h`` (the OV circuits), shape ``(H, p, d)``."""
+        return np.einsum("hpv,hvd->hpd", self.W_O, self.W_V)
+
+    def forward(self, X) -> np.ndarray:
+        """Compute the layer the usual way.
+
+        Softmax: ``softmax(Q K^T / sqrt(d_k)) V`` per head, heads concatenated and
+        multiplied by the stacked output projection. Linear kernel: the recurrent
+        form with running sums ``S_i = sum_{j<=i} v_j phi(k_j)^T`` and
+        ``z_i = sum_{j<=i} phi(k_j)`` (all ``j`` when not causal).
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        Y : ndarray, shape (n, p)
+        """
+        X = self._input(X)
+        values = np.einsum("hvd,nd->hnv", self.W_V, X)  # (H, n, d_v)
+        if self.kernel == "softmax":
+            heads = self.coefficients(X) @ values  # (H, n, d_v)
+        else:
+            Q, K = self._queries_keys(X)
+            fq, fk = _elu_plus_one(Q), _elu_plus_one(K)
+            outer = np.einsum("hnv,hnk->hnvk", values, fk)  # v_j phi(k_j)^T
+            if self.causal:
+                S, z = np.cumsum(outer, axis=1), np.cumsum(fk, axis=1)
+            else:
+                S, z = outer.sum(axis=1, keepdims=True), fk.sum(axis=1, keepdims=True)
+            heads = np.einsum("hnvk,hnk->hnv", S, fq) / np.einsum("hnk,hnk->hn", z, fq)[..., None]
+        concat = heads.transpose(1, 0, 2).reshape(X.shape[0], self.H * self.d_v)
+        W_O = self.W_O.transpose(1, 0, 2).reshape(self.p, self.H * self.d_v)
+        return concat @ W_O.T
+
+    def interaction(self, X) -> np.ndarray:
+        """The operator ``W[i, j] = sum_h alpha[h, i, j] V_h``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        W : ndarray, shape (n, n, p, d)
+        """
+        alpha = self.coefficients(X)
+        return np.tensordot(alpha, self.value_maps(), axes=(0, 0))
+
+
+class Convolution(_Layer):
+    """Causal convolution ``y_i = sum_{l < L} K_l x_{i-l}`` (tokens before the start are zero).
+
+    Parameters
+    ----------
+    kernel : array, shape (L, p, d)
+        The taps ``K_0, ..., K_{L-1}``.
+    """
+
+    def __init__(self, kernel):
+        kernel = as_array("kernel", kernel, 3, "(L, p, d)", copy=True)
+        check_nonempty("kernel", kernel, 0, "the number of taps L")
+        check_nonempty("kernel", kernel, 1, "the output width p")
+        check_nonempty("kernel", kernel, 2, "the token width d")
+        kernel.flags.writeable = False
+        self.kernel = kernel
+        self.L, self.p, self.d = kernel.shape
+
+    def __repr__(self) -> str:
+        return f"Convolution(L={self.L}, d={self.d}, p={self.p})"
+
+    def forward(self, X) -> np.ndarray:
+        """Slide the kernel over the zero-padded sequence.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        Y : ndarray, shape (n, p)
+        """
+        X = self._input(X)
+        padded = np.concatenate([np.zeros((self.L - 1, self.d)), X])
+        windows = np.lib.stride_tricks.sliding_window_view(padded, self.L, axis=0)  # (n, d, L)
+        return np.einsum("idl,lpd->ip", windows[:, :, ::-1], self.kernel)
+
+    def interaction(self, X) -> np.ndarray:
+        """The banded block-Toeplitz operator ``W[i, j] = K[i - j]`` for ``0 <= i - j < L``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        W : ndarray, shape (n, n, p, d)
+        """
+        n = self._input(X).shape[0]
+        return toeplitz_operator(self.kernel, n)
+
+
+class PositionwiseLinear(_Layer):
+    """Position-wise linear layer ``y_i = W x_i``: no mixing between tokens.
+
+    Parameters
+    ----------
+    W : array, shape (p, d)
+    """
+
+    def __init__(self, W):
+        W = as_array("W", W, 2, "(p, d)", copy=True)
+        check_nonempty("W", W, 0, "the output width p")
+        check_nonempty("W", W, 1, "the token width d")
+        W.flags.writeable = False
+        self.W = W
+        self.p, self.d = W.shape
+
+    def __repr__(self) -> str:
+        return f"PositionwiseLinear(d={self.d}, p={self.p})"
+
+    def forward(self, X) -> np.ndarray:
+        """``Y = X W^T``; input ``(n, d)``, output ``(n, p)``."""
+        return self._input(X) @ self.W.T
+
+    def interaction(self, X) -> np.ndarray:
+        """The block-diagonal operator ``W[i, j] = delta_ij W``, shape ``(n, n, p, d)``."""
+        n = self._input(X).shape[0]
+        return toeplitz_operator(self.W[None], n)

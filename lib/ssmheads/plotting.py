@@ -1,0 +1,111 @@
+"""The book's figure style and its recurring pictures.
+
+Call :func:`use_book_style` once at the top of a chapter; every figure function
+returns the matplotlib ``Figure`` (or ``Axes``) it drew on and never calls
+``plt.show`` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from .operator import block_norms
+
+__all__ = ["BOOK_STYLE", "use_book_style", "operator_heatmap", "operator_gallery"]
+
+#: rcParams shared by every figure of the book.
+BOOK_STYLE = {
+    "figure.dpi": 90,
+    "savefig.dpi": 90,
+    "figure.figsize": (6.4, 3.6),
+    "figure.constrained_layout.use": True,
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "image.cmap": "viridis",
+    "legend.frameon": False,
+}
+
+
+def use_book_style() -> None:
+    """Apply :data:`BOOK_STYLE` to matplotlib's global settings (call once per notebook)."""
+    mpl.rcParams.update(BOOK_STYLE)
+
+
+def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = None,
+                     colorbar: bool = True):
+    """Draw the block norms ``||W_ij||_F`` of an operator as an ``n x n`` image.
+
+    Blocks that are exactly zero are left blank (white), so causality (an empty
+    upper triangle) and locality (an empty band) are visible at a glance.
+
+    Parameters
+    ----------
+    W : array, shape (n, n, p, d)
+    ax : matplotlib Axes, optional
+        Where to draw; a new figure is made if omitted.
+    title : str, optional
+    vmax : float, optional
+        Top of the colour scale (default: the largest block norm).
+    colorbar : bool
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    norms = block_norms(W)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3.4, 3.0))
+    shown = np.ma.masked_where(norms == 0.0, norms)
+    n = norms.shape[0]
+    image = ax.imshow(shown, vmin=0.0, vmax=vmax if vmax is not None else max(float(norms.max()), 1e-300),
+                      extent=(0.5, n + 0.5, n + 0.5, 0.5), interpolation="nearest")
+    ax.set_xlabel("source position $j$")
+    ax.set_ylabel("output position $i$")
+    ax.set_facecolor("white")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    if title:
+        ax.set_title(title)
+    if colorbar:
+        ax.figure.colorbar(image, ax=ax, shrink=0.8, label=r"$\|W_{ij}\|_F$")
+    return ax
+
+
+def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptitle: str | None = None):
+    """Operator heatmaps side by side, one panel per named operator.
+
+    Parameters
+    ----------
+    operators : mapping from str to array of shape (n, n, p, d)
+    ncols : int
+        Panels per row.
+    suptitle : str, optional
+        A title for the whole figure; say what to notice.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    if not operators:
+        raise ValueError("operators must contain at least one operator; got an empty mapping")
+    if not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive integer; got {ncols!r}")
+    names = list(operators)
+    nrows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.9 * nrows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        operator_heatmap(operators[name], ax=ax, title=name, colorbar=False)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig

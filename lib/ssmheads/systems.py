@@ -1,0 +1,172 @@
+"""Example models used throughout the book; every random one is seeded.
+
+SSMs are returned as :class:`~ssmheads.models.LinearSSM`, attention layers as
+:class:`~ssmheads.models.MultiHeadAttention`. ``gallery`` builds one of each
+layer of Chapter 1 with matching widths, for figures and explorers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_array, check_positive_int
+from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear
+
+__all__ = [
+    "rotation_matrix",
+    "rotation",
+    "diagonal",
+    "random_stable",
+    "random_attention",
+    "gallery",
+    "GALLERY_NAMES",
+]
+
+
+def _finite_scalar(name: str, value) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a real number; got {value!r}") from exc
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    return x
+
+
+def rotation_matrix(theta: float) -> np.ndarray:
+    """The 2 x 2 rotation by angle ``theta`` (radians), shape ``(2, 2)``."""
+    theta = _finite_scalar("theta", theta)
+    c, s = np.cos(theta), np.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def rotation(theta: float, rho: float = 1.0) -> LinearSSM:
+    """The damped rotation SSM ``A = rho R(theta)``, ``B = C = I_2`` (so ``N = d = p = 2``).
+
+    Its lag operators are ``K_l = rho^l (cos(l theta) I + sin(l theta) J)`` with
+    ``J = R(pi/2)``: they sweep a 2-dimensional span unless ``theta`` is a multiple of pi.
+
+    Parameters
+    ----------
+    theta : float
+        Rotation angle per step, in radians.
+    rho : float
+        Damping; the spectral radius is ``|rho|``.
+    """
+    rho = _finite_scalar("rho", rho)
+    return LinearSSM(rho * rotation_matrix(theta), np.eye(2), np.eye(2))
+
+
+def diagonal(eigenvalues, B=None, C=None) -> LinearSSM:
+    """The SSM with ``A = diag(eigenvalues)``; ``B`` and ``C`` default to the identity.
+
+    Parameters
+    ----------
+    eigenvalues : array, shape (N,)
+        Real eigenvalues (repeats allowed).
+    B : array, shape (N, d), optional
+    C : array, shape (p, N), optional
+    """
+    lam = as_array("eigenvalues", eigenvalues, 1, "(N,)")
+    if lam.size < 1:
+        raise ValueError("eigenvalues must contain at least one value; got an empty array")
+    N = lam.size
+    return LinearSSM(np.diag(lam), np.eye(N) if B is None else B, np.eye(N) if C is None else C)
+
+
+def random_stable(N: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> LinearSSM:
+    """A random SSM whose transition has spectral radius exactly ``rho``.
+
+    ``A`` is a Gaussian matrix rescaled to spectral radius ``rho``; ``B`` and ``C``
+    are Gaussian with variance ``1/N``. Drawn from ``np.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    N, d, p : int
+        State size, token width, output width.
+    rho : float
+        Target spectral radius, ``rho > 0``.
+    seed : int
+    """
+    N, d, p = (check_positive_int(name, v) for name, v in (("N", N), ("d", d), ("p", p)))
+    rho = _finite_scalar("rho", rho)
+    if rho <= 0:
+        raise ValueError(f"rho must be positive; got {rho}")
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((N, N))
+    A = G * (rho / np.max(np.abs(np.linalg.eigvals(G))))
+    B = rng.standard_normal((N, d)) / np.sqrt(N)
+    C = rng.standard_normal((p, N)) / np.sqrt(N)
+    return LinearSSM(A, B, C)
+
+
+def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = None,
+                     d_v: int | None = None, seed: int = 0, causal: bool = True,
+                     kernel: str = "softmax", scale: float = 1.0) -> MultiHeadAttention:
+    """A random multi-head attention layer, drawn from ``np.random.default_rng(seed)``.
+
+    Entries of every projection are Gaussian with variance ``1 / fan_in``, and the
+    query weights are multiplied by ``scale`` (larger ``scale`` gives sharper attention).
+
+    Parameters
+    ----------
+    H, d : int
+        Number of heads and token width.
+    p, d_k, d_v : int, optional
+        Output, key and value widths; default ``d``.
+    seed : int
+    causal : bool
+    kernel : {"softmax", "linear"}
+    scale : float
+    """
+    H, d = check_positive_int("H", H), check_positive_int("d", d)
+    p, d_k, d_v = (d if v is None else check_positive_int(name, v)
+                   for name, v in (("p", p), ("d_k", d_k), ("d_v", d_v)))
+    scale = _finite_scalar("scale", scale)
+    rng = np.random.default_rng(seed)
+    W_Q = rng.standard_normal((H, d_k, d)) * (scale / np.sqrt(d))
+    W_K = rng.standard_normal((H, d_k, d)) / np.sqrt(d)
+    W_V = rng.standard_normal((H, d_v, d)) / np.sqrt(d)
+    W_O = rng.standard_normal((H, p, d_v)) / np.sqrt(H * d_v)
+    return MultiHeadAttention(W_Q, W_K, W_V, W_O, causal=causal, kernel=kernel)
+
+
+GALLERY_NAMES = (
+    "position-wise linear",
+    "causal convolution",
+    "LTI SSM",
+    "softmax attention, 1 head",
+    "softmax attention, 4 heads",
+    "linear attention",
+)
+
+
+def gallery(d: int = 2, seed: int = 0) -> dict:
+    """One layer of each kind in Chapter 1, all mapping width ``d`` to width ``d``.
+
+    The keys are :data:`GALLERY_NAMES`: a position-wise linear map, a causal
+    convolution with 3 taps, a stable LTI SSM (state size ``2d``, spectral radius 0.8),
+    softmax attention with 1 and with 4 heads (``scale=2`` for visible structure),
+    and causal linear attention with 1 head.
+
+    Parameters
+    ----------
+    d : int
+        Token width (``p = d``).
+    seed : int
+        Seed for every random draw.
+
+    Returns
+    -------
+    dict mapping name to layer
+    """
+    d = check_positive_int("d", d)
+    rng = np.random.default_rng(seed)
+    return {
+        "position-wise linear": PositionwiseLinear(rng.standard_normal((d, d)) / np.sqrt(d)),
+        "causal convolution": Convolution(rng.standard_normal((3, d, d)) / np.sqrt(d)),
+        "LTI SSM": random_stable(2 * d, d, d, rho=0.8, seed=seed),
+        "softmax attention, 1 head": random_attention(1, d, seed=seed, scale=2.0),
+        "softmax attention, 4 heads": random_attention(4, d, seed=seed + 1, scale=2.0),
+        "linear attention": random_attention(1, d, seed=seed + 2, kernel="linear"),
+    }

@@ -1,0 +1,60 @@
+"""Checks of the book's sources that need no kernel: configuration and notebook conventions."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def _config_value(key: str) -> str:
+    """The value of ``key:`` in _config.yml (first occurrence), without quotes."""
+    match = re.search(rf"^\s*{key}:\s*(\S+)", (ROOT / "_config.yml").read_text(), re.M)
+    assert match, f"_config.yml has no {key}"
+    return match.group(1).strip("'\"")
+
+
+def _notebook(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_there_are_chapters():
+    assert CHAPTERS, "chapters/ holds no notebooks"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_first_cell_installs_ssmheads_from_the_configured_repository(path):
+    """The hidden set-up cell must point where the site's repository button points."""
+    first = _notebook(path)["cells"][0]
+    source = "".join(first["source"])
+    assert first["cell_type"] == "code" and "remove-cell" in first["metadata"].get("tags", [])
+    assert 'find_spec("ssmheads") is None' in source
+    assert f"git+{_config_value('url')}" in source, "set-up cell and repository.url in _config.yml disagree"
+    assert first.get("outputs") == [], "the set-up cell must print nothing when ssmheads is installed"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_notebook_is_listed_in_the_toc(path):
+    toc = (ROOT / "_toc.yml").read_text()
+    assert f"file: chapters/{path.stem}" in toc
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_widget_cells_are_ignored_by_nbval(path):
+    """A widget's output has no stable text form, so explorer cells carry nbval-ignore-output."""
+    for cell in _notebook(path)["cells"]:
+        if cell["cell_type"] == "code" and "_explorer()" in "".join(cell["source"]):
+            assert "nbval-ignore-output" in cell["metadata"].get("tags", []), "".join(cell["source"])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_solutions_are_gated_and_balanced(path):
+    """Every solution-start has its solution-end, so student versions can strip solutions."""
+    text = "".join("".join(c["source"]) for c in _notebook(path)["cells"] if c["cell_type"] == "markdown")
+    starts, ends = text.count("{solution-start}"), text.count("{solution-end}")
+    assert starts == ends, (starts, ends)
+    exercises, solutions = text.count("{exercise}"), starts + text.count("{solution}")
+    assert exercises >= 6 and solutions == exercises, (exercises, solutions)

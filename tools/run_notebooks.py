@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Execute chapter notebooks top to bottom in a fresh kernel and store their outputs.
+
+Usage: python tools/run_notebooks.py [NOTEBOOK ...]   (default: chapters/*.ipynb)
+
+This is how the stored outputs that nbval compares against are produced: one
+clean run, execution counts 1, 2, 3, ... It prints each notebook's total time and
+its slowest cells, and exits non-zero if a notebook exceeds the time budget
+(--total seconds) or a cell exceeds --cell seconds.
+"""
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(path: Path, cell_budget: float, total_budget: float) -> bool:
+    nb = nbformat.read(path, as_version=4)
+    timings = []
+
+    class TimedClient(NotebookClient):
+        async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+            start = time.perf_counter()
+            result = await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+            if cell.cell_type == "code":
+                timings.append((time.perf_counter() - start, cell_index))
+            return result
+
+    client = TimedClient(nb, timeout=600, kernel_name="python3",
+                         resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    total = time.perf_counter() - start
+    for cell in nb.cells:  # execution metadata holds timestamps; keep the stored notebook stable
+        cell.metadata.pop("execution", None)
+    nbformat.write(nb, path)
+    slow = sorted(timings, reverse=True)[:3]
+    ok = total <= total_budget and all(t <= cell_budget for t, _ in timings)
+    print(f"{path.relative_to(ROOT)}: {total:.1f} s in all (budget {total_budget:.0f} s); "
+          f"slowest cells: " + ", ".join(f"#{i} {t:.2f} s" for t, i in slow) + ("" if ok else "  OVER BUDGET"))
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--cell", type=float, default=5.0, help="budget per cell, seconds (default 5)")
+    parser.add_argument("--total", type=float, default=20.0, help="budget per notebook, seconds (default 20)")
+    args = parser.parse_args()
+    paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "chapters").glob("*.ipynb"))
+    results = [run(p, args.cell, args.total) for p in paths]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
