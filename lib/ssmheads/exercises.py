@@ -51,7 +51,7 @@ class CheckResult:
 
     def __str__(self) -> str:
         mark = {PASSED: "PASSED", FAILED: "NOT YET", NOT_ATTEMPTED: "NOT ATTEMPTED YET"}[self.status]
-        return f"[{self.exercise}] {mark}: {self.message}"
+        return f"[{self.exercise}] {mark}\n  {self.message}"
 
     __repr__ = __str__
 
@@ -124,7 +124,7 @@ def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) ->
                                                              f"ema_operator({n}, {d}, {g})"))
              for n, d, g in ((1, 1, 0.5), (4, 2, 0.5), (7, 3, 0.9), (5, 2, -0.3))]
     return _run("Chapter 1: EMA operator", ema_operator, cases,
-                "the operator matches (1 - gamma) gamma^(i-j) I below the diagonal, zero above, on 4 cases")
+                "blocks (1 - gamma) gamma^(i-j) I for j <= i and 0 above, on 4 cases")
 
 
 def _mlp_case(seed: int, n: int, d: int, h: int, p: int):
@@ -161,7 +161,7 @@ def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarra
         args = _mlp_case(seed, *shape)
         cases.append((args, test(args)))
     return _run("Chapter 1: MLP operator", mlp_operator, cases,
-                "your operator is block diagonal with W2 D(x_i) W1 and reproduces the MLP on 3 cases")
+                "blocks W2 D(x_i) W1 on the diagonal; reproduces the MLP on 3 cases")
 
 
 def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.ndarray], np.ndarray]) -> CheckResult:
@@ -178,4 +178,4 @@ def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.
         cases.append(((mha, X), lambda out, e=expected, H=H, n=n:
                       _compare(out, e, f"residual_operator on {H} head(s), n={n}")))
     return _run("Chapter 1: residual attention operator", residual_operator, cases,
-                "your operator equals sum_h alpha^h_ij V_h + delta_ij I on 3 layers")
+                "equals sum_h alpha^h_ij V_h + delta_ij I on 3 layers")
