@@ -44,10 +44,12 @@ def test_notebook_is_listed_in_the_toc(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_widget_cells_are_ignored_by_nbval(path):
-    """A widget's output has no stable text form, so explorer cells carry nbval-ignore-output."""
+    """A widget has no stable text form and is dead without a kernel: ignored by nbval, hidden on the site."""
     for cell in _notebook(path)["cells"]:
         if cell["cell_type"] == "code" and "_explorer()" in "".join(cell["source"]):
-            assert "nbval-ignore-output" in cell["metadata"].get("tags", []), "".join(cell["source"])
+            tags = cell["metadata"].get("tags", [])
+            assert "nbval-ignore-output" in tags and "remove-output" in tags, "".join(cell["source"])
+            assert cell["outputs"] == [], "widget views are not stored (tools/run_notebooks.py)"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

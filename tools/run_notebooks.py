@@ -4,7 +4,8 @@
 Usage: python tools/run_notebooks.py [NOTEBOOK ...]   (default: chapters/*.ipynb)
 
 This is how the stored outputs that nbval compares against are produced: one
-clean run, execution counts 1, 2, 3, ... It prints each notebook's total time and
+clean run, execution counts 1, 2, 3, ... Widget views are not stored (they need a
+live kernel). It prints each notebook's total time and
 its slowest cells, and exits non-zero if a notebook exceeds the time budget
 (--total seconds) or a cell exceeds --cell seconds.
 """
@@ -17,6 +18,20 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def drop_widget_outputs(nb) -> None:
+    """Store no widget views or widget state.
+
+    A widget needs a live kernel; its stored view would be dead on the static
+    site, and its state carries random model ids that change on every run. The
+    figure drawn before each explorer is what readers without a kernel see.
+    """
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and any(WIDGET_VIEW in o.get("data", {}) for o in cell.outputs):
+            cell.outputs = []
 
 
 def run(path: Path, cell_budget: float, total_budget: float) -> bool:
@@ -38,6 +53,7 @@ def run(path: Path, cell_budget: float, total_budget: float) -> bool:
     total = time.perf_counter() - start
     for cell in nb.cells:  # execution metadata holds timestamps; keep the stored notebook stable
         cell.metadata.pop("execution", None)
+    drop_widget_outputs(nb)
     nbformat.write(nb, path)
     slow = sorted(timings, reverse=True)[:3]
     ok = total <= total_budget and all(t <= cell_budget for t, _ in timings)

@@ -19,8 +19,13 @@ def as_array(name: str, value: Any, ndim: int, what: str, copy: bool = False) ->
     ``copy=True`` always returns a new array (for objects that keep their parameters).
     """
     try:
-        arr = np.array(value, dtype=float) if copy else np.asarray(value, dtype=float)
+        raw = np.asarray(value)
+        if np.iscomplexobj(raw):
+            raise ValueError(f"{name} must be real; got a complex array (the book works over the reals)")
+        arr = np.array(raw, dtype=float) if copy else raw.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
+        if "must be real" in str(exc):
+            raise
         raise ValueError(f"{name} must be a numeric array of shape {what}; got {type(value).__name__}") from exc
     if arr.ndim != ndim:
         raise ValueError(f"{name} must have shape {what} ({ndim} dimensions); got shape {arr.shape}")
@@ -50,3 +55,8 @@ def check_nonempty(name: str, arr: np.ndarray, axis: int, meaning: str) -> None:
     """Raise if ``arr`` has no entries along ``axis``."""
     if arr.shape[axis] < 1:
         raise ValueError(f"{name} has shape {arr.shape}; {meaning} must be at least 1")
+
+
+def check_seed(value: Any) -> int:
+    """Return ``value`` as a seed for ``np.random.default_rng``: a non-negative integer."""
+    return check_positive_int("seed", value, minimum=0)

@@ -64,24 +64,34 @@ def _is_stub(value: Any) -> bool:
     return value is None or value is Ellipsis
 
 
-def _call(answer: Callable, *args):
+def _call(answer: Callable, label: str, *args):
     """Call the student's function; stubs and student errors become results, not tracebacks."""
     try:
         out = answer(*args)
     except NotImplementedError:
         return NOT_ATTEMPTED
     except Exception as exc:  # the student's code failed: report it as feedback
-        raise _Fail(f"your function raised {type(exc).__name__}: {exc}") from None
+        raise _Fail(f"{label} raised {type(exc).__name__}: {exc}") from None
     return NOT_ATTEMPTED if _is_stub(out) else out
 
 
-def _compare(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> None:
+def _numeric(got, shape: tuple, what: str) -> np.ndarray:
+    """The answer as a finite float array of the expected shape, or a failure saying what was expected."""
+    if np.iscomplexobj(got):
+        raise _Fail(f"{what}: expected a real array of shape {shape}; got a complex array")
     try:
         got = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
-        raise _Fail(f"{what}: expected a numeric array of shape {expected.shape}; got {type(got).__name__}") from None
-    if got.shape != expected.shape:
-        raise _Fail(f"{what}: expected shape {expected.shape}; got shape {got.shape}")
+        raise _Fail(f"{what}: expected a numeric array of shape {shape}; got {type(got).__name__}") from None
+    if got.shape != shape:
+        raise _Fail(f"{what}: expected shape {shape}; got shape {got.shape}")
+    if not np.all(np.isfinite(got)):
+        raise _Fail(f"{what}: expected finite numbers; your array contains NaN or infinity")
+    return got
+
+
+def _compare(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> None:
+    got = _numeric(got, expected.shape, what)
     scale = max(1.0, float(np.abs(expected).max()))
     bad = np.abs(got - expected) > rtol * scale
     if np.any(bad):
@@ -89,18 +99,19 @@ def _compare(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> None:
         raise _Fail(f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g}")
 
 
-def _run(exercise: str, answer: Any, cases: Iterable[tuple[tuple, Callable[[Any], None]]], summary: str) -> CheckResult:
-    """Run ``answer(*args)`` on each case and apply that case's test to the output."""
+def _run(exercise: str, answer: Any, cases: Iterable[tuple[str, tuple, Callable[[Any, str], None]]],
+         summary: str) -> CheckResult:
+    """Run ``answer(*args)`` on each ``(label, args, test)`` case and apply ``test(output, label)``."""
     if _is_stub(answer):
         return CheckResult(exercise, NOT_ATTEMPTED, "replace the stub with your answer, then run this cell again")
     if not callable(answer):
         return CheckResult(exercise, FAILED, f"expected a function; got {type(answer).__name__}")
     try:
-        for args, test in cases:
-            out = _call(answer, *args)
+        for label, args, test in cases:
+            out = _call(answer, label, *args)
             if out is NOT_ATTEMPTED:
                 return CheckResult(exercise, NOT_ATTEMPTED, "your function returns nothing yet; fill in its body")
-            test(out)
+            test(out, label)
     except _Fail as failure:
         return CheckResult(exercise, FAILED, str(failure))
     return CheckResult(exercise, PASSED, summary)
@@ -120,8 +131,8 @@ def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) ->
     The layer is ``y_i = (1 - gamma) sum_{j <= i} gamma^(i-j) x_j``. The answer is a
     function ``ema_operator(n, d, gamma)`` returning its operator, shape ``(n, n, d, d)``.
     """
-    cases = [((n, d, g), lambda out, n=n, d=d, g=g: _compare(out, _ema_reference(n, d, g),
-                                                             f"ema_operator({n}, {d}, {g})"))
+    cases = [(f"ema_operator({n}, {d}, {g})", (n, d, g),
+              lambda out, label, n=n, d=d, g=g: _compare(out, _ema_reference(n, d, g), label))
              for n, d, g in ((1, 1, 0.5), (4, 2, 0.5), (7, 3, 0.9), (5, 2, -0.3))]
     return _run("Chapter 1: EMA operator", ema_operator, cases,
                 "blocks (1 - gamma) gamma^(i-j) I for j <= i and 0 above, on 4 cases")
@@ -146,20 +157,19 @@ def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarra
         idx = np.arange(X.shape[0])
         expected[idx, idx] = np.einsum("ph,ih,hd->ipd", W2, gate, W1)
 
-        def check(out):
-            out_arr = np.asarray(out, dtype=float) if not isinstance(out, np.ndarray) else out
-            if out_arr.shape == expected.shape:
-                y = np.maximum(X @ W1.T, 0) @ W2.T
-                got_y = np.einsum("ijpd,jd->ip", out_arr, X)
-                if not np.allclose(got_y, y, rtol=1e-9, atol=1e-9):
-                    raise _Fail("applying your operator to X does not give the MLP's output W2 relu(W1 x_i)")
-            _compare(out, expected, f"mlp_operator on a case with n={X.shape[0]}, d={W1.shape[1]}, h={W1.shape[0]}")
+        def check(out, label):
+            got = _numeric(out, expected.shape, label)
+            y = np.maximum(X @ W1.T, 0) @ W2.T
+            if not np.allclose(np.einsum("ijpd,jd->ip", got, X), y, rtol=1e-9, atol=1e-9):
+                raise _Fail(f"{label}: applying your operator to X does not give the MLP's output "
+                            "W2 relu(W1 x_i)")
+            _compare(got, expected, label)
         return check
 
     cases = []
-    for seed, shape in ((0, (3, 2, 4, 2)), (1, (6, 3, 5, 2)), (2, (5, 4, 8, 3))):
-        args = _mlp_case(seed, *shape)
-        cases.append((args, test(args)))
+    for seed, (n, d, h, p) in ((0, (3, 2, 4, 2)), (1, (6, 3, 5, 2)), (2, (5, 4, 8, 3))):
+        args = _mlp_case(seed, n, d, h, p)
+        cases.append((f"mlp_operator(W1, W2, X) with n={n}, d={d}, h={h}, p={p}", args, test(args)))
     return _run("Chapter 1: MLP operator", mlp_operator, cases,
                 "blocks W2 D(x_i) W1 on the diagonal; reproduces the MLP on 3 cases")
 
@@ -175,7 +185,7 @@ def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.
         mha = random_attention(H, d, seed=seed)
         X = np.random.default_rng(seed + 10).standard_normal((n, d))
         expected = mha.interaction(X) + np.eye(n)[:, :, None, None] * np.eye(d)
-        cases.append(((mha, X), lambda out, e=expected, H=H, n=n:
-                      _compare(out, e, f"residual_operator on {H} head(s), n={n}")))
+        cases.append((f"residual_operator(mha, X) with {H} head(s), d={d}, n={n}", (mha, X),
+                      lambda out, label, e=expected: _compare(out, e, label)))
     return _run("Chapter 1: residual attention operator", residual_operator, cases,
                 "equals sum_h alpha^h_ij V_h + delta_ij I on 3 layers")

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from ._validate import check_positive_int
 from .operator import block_norms
 
 __all__ = ["BOOK_STYLE", "use_book_style", "operator_heatmap", "operator_gallery"]
@@ -97,8 +98,7 @@ def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptit
     """
     if not operators:
         raise ValueError("operators must contain at least one operator; got an empty mapping")
-    if not isinstance(ncols, int) or ncols < 1:
-        raise ValueError(f"ncols must be a positive integer; got {ncols!r}")
+    ncols = check_positive_int("ncols", ncols)
     names = list(operators)
     nrows = -(-len(names) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.9 * nrows), squeeze=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int
+from ._validate import as_array, check_positive_int, check_seed
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear
 
 __all__ = [
@@ -92,7 +92,7 @@ def random_stable(N: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> Li
     rho = _finite_scalar("rho", rho)
     if rho <= 0:
         raise ValueError(f"rho must be positive; got {rho}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     G = rng.standard_normal((N, N))
     A = G * (rho / np.max(np.abs(np.linalg.eigvals(G))))
     B = rng.standard_normal((N, d)) / np.sqrt(N)
@@ -123,7 +123,7 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     p, d_k, d_v = (d if v is None else check_positive_int(name, v)
                    for name, v in (("p", p), ("d_k", d_k), ("d_v", d_v)))
     scale = _finite_scalar("scale", scale)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     W_Q = rng.standard_normal((H, d_k, d)) * (scale / np.sqrt(d))
     W_K = rng.standard_normal((H, d_k, d)) / np.sqrt(d)
     W_V = rng.standard_normal((H, d_v, d)) / np.sqrt(d)
@@ -161,7 +161,7 @@ def gallery(d: int = 2, seed: int = 0) -> dict:
     dict mapping name to layer
     """
     d = check_positive_int("d", d)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     return {
         "position-wise linear": PositionwiseLinear(rng.standard_normal((d, d)) / np.sqrt(d)),
         "causal convolution": Convolution(rng.standard_normal((3, d, d)) / np.sqrt(d)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ._validate import check_positive_int
+from ._validate import check_positive_int, check_seed
 from .plotting import operator_heatmap
 from .systems import GALLERY_NAMES, gallery
 
@@ -40,6 +40,7 @@ def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int =
     if layer not in GALLERY_NAMES:
         raise ValueError(f"layer must be one of {list(GALLERY_NAMES)}; got {layer!r}")
     n = check_positive_int("n", n)
+    seed = check_seed(seed)
     model = gallery(d=2, seed=seed)[layer]
     X1 = np.random.default_rng(seed + 100).standard_normal((n, 2))
     X2 = np.random.default_rng(seed + 101).standard_normal((n, 2))

@@ -1,0 +1,23 @@
+"""Small helpers shared by the test modules (imported as ``from helpers import ...``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def rel_gap(got, expected) -> float:
+    """``max |got - expected| / max |expected|`` (denominator 1 when ``expected`` is zero)."""
+    got, expected = np.asarray(got, dtype=float), np.asarray(expected, dtype=float)
+    assert got.shape == expected.shape, f"shape {got.shape} != expected shape {expected.shape}"
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    return float(np.max(np.abs(got - expected), initial=0.0)) / (scale if scale > 0 else 1.0)
+
+
+def assert_rel_close(got, expected, tol: float = 1e-12) -> None:
+    """Assert ``rel_gap(got, expected) <= tol`` with a message that prints the gap."""
+    gap = rel_gap(got, expected)
+    assert gap <= tol, f"relative gap {gap:.3e} exceeds {tol:.0e}"
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)

@@ -1,0 +1,200 @@
+"""Tests of ``ssmheads.plotting`` and ``ssmheads.widgets``.
+
+Figures are drawn with the Agg backend (see conftest.py) and closed after each
+test. The tests check what a reader relies on: titles, one panel per operator,
+blank (masked) zero blocks, and the explorer's verdict on input dependence.
+"""
+
+import ipywidgets
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ssmheads import toeplitz_operator
+from ssmheads.plotting import BOOK_STYLE, operator_gallery, operator_heatmap, use_book_style
+from ssmheads.systems import GALLERY_NAMES
+from ssmheads.widgets import operator_explorer, operator_explorer_figure
+
+LTI_NAMES = ("position-wise linear", "causal convolution", "LTI SSM")
+ATTENTION_NAMES = ("softmax attention, 1 head", "softmax attention, 4 heads", "linear attention")
+
+
+def _causal_operator(n=5, seed=0):
+    return toeplitz_operator(np.random.default_rng(seed).standard_normal((n, 2, 2)), n)
+
+
+def _visible_axes(fig):
+    return [ax for ax in fig.axes if ax.get_visible()]
+
+
+# ------------------------------------------------------------ use_book_style
+
+
+def test_use_book_style_sets_rcparams():
+    with mpl.rc_context():  # restore the global settings afterwards
+        mpl.rcParams["font.size"] = 23.0
+        mpl.rcParams["axes.spines.top"] = True
+        use_book_style()
+        for key, value in BOOK_STYLE.items():
+            got = mpl.rcParams[key]
+            if isinstance(value, tuple):
+                assert tuple(got) == value, key
+            else:
+                assert got == value, key
+        assert mpl.rcParams["font.size"] == 10
+        assert mpl.rcParams["axes.spines.top"] is False
+
+
+def test_book_style_keys_are_valid_rcparams():
+    assert set(BOOK_STYLE) <= set(mpl.rcParams)
+
+
+# ------------------------------------------------------------ operator_heatmap
+
+
+def test_operator_heatmap_returns_axes_with_title_and_labels():
+    ax = operator_heatmap(_causal_operator(), title="an SSM operator")
+    assert isinstance(ax, Axes)
+    assert ax.get_title() == "an SSM operator"
+    assert "j" in ax.get_xlabel() and "i" in ax.get_ylabel()
+    assert len(ax.figure.axes) == 2  # the heatmap and its colour bar
+
+
+def test_operator_heatmap_draws_on_given_axes_without_colorbar():
+    fig, ax = plt.subplots()
+    assert operator_heatmap(_causal_operator(), ax=ax, colorbar=False) is ax
+    assert fig.axes == [ax]
+    assert ax.get_title() == ""
+
+
+def test_operator_heatmap_blanks_zero_blocks():
+    """The image shows block norms; the exactly-zero upper triangle is masked (left white)."""
+    W = _causal_operator(n=6)
+    ax = operator_heatmap(W, colorbar=False)
+    data = ax.images[0].get_array()
+    norms = np.sqrt((W**2).sum(axis=(2, 3)))
+    upper = np.triu(np.ones((6, 6), dtype=bool), k=1)
+    assert np.all(np.ma.getmaskarray(data) == upper)
+    np.testing.assert_allclose(data.data[~upper], norms[~upper], rtol=1e-14)
+
+
+def test_operator_heatmap_colour_scale():
+    W = _causal_operator()
+    norms = np.sqrt((W**2).sum(axis=(2, 3)))
+    assert operator_heatmap(W).images[0].get_clim() == pytest.approx((0.0, norms.max()))
+    assert operator_heatmap(W, vmax=10.0).images[0].get_clim() == (0.0, 10.0)
+
+
+def test_operator_heatmap_of_zero_operator_draws():
+    ax = operator_heatmap(np.zeros((3, 3, 1, 1)))
+    ax.figure.canvas.draw()
+    assert np.all(np.ma.getmaskarray(ax.images[0].get_array()))
+
+
+def test_operator_heatmap_validates_W():
+    with pytest.raises(ValueError, match="W must have shape .* with equal first two axes"):
+        operator_heatmap(np.zeros((2, 3, 1, 1)))
+
+
+# ------------------------------------------------------------ operator_gallery
+
+
+@pytest.mark.parametrize("count, ncols, rows", [(1, 3, 1), (4, 3, 2), (6, 3, 2), (5, 2, 3), (2, 1, 2)])
+def test_operator_gallery_has_one_visible_panel_per_operator(count, ncols, rows):
+    operators = {f"op {k}": _causal_operator(seed=k) for k in range(count)}
+    fig = operator_gallery(operators, ncols=ncols, suptitle="what to notice")
+    assert isinstance(fig, Figure)
+    visible = _visible_axes(fig)
+    assert [ax.get_title() for ax in visible] == list(operators)
+    assert len(fig.axes) == rows * ncols  # spare panels exist but are hidden; no colour bars
+    assert fig.get_suptitle() == "what to notice"
+
+
+def test_operator_gallery_default_has_no_suptitle():
+    fig = operator_gallery({"a": _causal_operator()})
+    assert fig.get_suptitle() == ""
+
+
+def test_operator_gallery_errors():
+    with pytest.raises(ValueError, match="operators must contain at least one operator; got an empty mapping"):
+        operator_gallery({})
+    for bad in (0, -1, 2.0, "3"):
+        with pytest.raises(ValueError, match="ncols must be an integer >= 1; got"):
+            operator_gallery({"a": _causal_operator()}, ncols=bad)
+    with pytest.raises(ValueError, match=r"W must have shape \(n, n, p, d\)"):
+        operator_gallery({"a": np.zeros((2, 2))})
+
+
+@pytest.mark.parametrize("ncols, ok", [(True, False), (np.int64(2), True)], ids=["True", "np.int64(2)"])
+def test_operator_gallery_ncols_like_other_sizes(ncols, ok):
+    operators = {"a": _causal_operator(), "b": _causal_operator(seed=1)}
+    if ok:
+        assert len(_visible_axes(operator_gallery(operators, ncols=ncols))) == 2
+    else:
+        with pytest.raises(ValueError, match="ncols"):
+            operator_gallery(operators, ncols=ncols)
+
+
+# ------------------------------------------------------------ operator_explorer_figure
+
+
+@pytest.mark.parametrize("layer", GALLERY_NAMES)
+def test_explorer_figure_states_whether_the_operator_depends_on_the_input(layer):
+    fig = operator_explorer_figure(layer, n=8, seed=1)
+    assert isinstance(fig, Figure)
+    verdict = "depends on the input" if layer in ATTENTION_NAMES else "is the same for every input"
+    assert fig.get_suptitle() == f"{layer}: the operator {verdict}"
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["on input $X$", "on input $X'$"]
+    # one shared colour scale, so equal operators give equal pictures
+    assert panels[0].images[0].get_clim() == panels[1].images[0].get_clim()
+    same = np.ma.allequal(panels[0].images[0].get_array(), panels[1].images[0].get_array())
+    assert same == (layer in LTI_NAMES)
+
+
+def test_explorer_figure_default_is_four_head_attention():
+    assert operator_explorer_figure().get_suptitle() == "softmax attention, 4 heads: the operator depends on the input"
+
+
+def test_explorer_figure_single_token_attention_is_input_independent():
+    """With n = 1 every attention weight is 1, so the operator is V_1 + ... + V_H whatever X is."""
+    fig = operator_explorer_figure("softmax attention, 4 heads", n=1)
+    assert fig.get_suptitle().endswith("is the same for every input")
+
+
+def test_explorer_figure_errors():
+    with pytest.raises(ValueError, match=r"layer must be one of \['position-wise linear', .*\]; got 'attention'"):
+        operator_explorer_figure("attention")
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="n must be an integer >= 1; got"):
+            operator_explorer_figure("LTI SSM", n=bad)
+
+
+# ------------------------------------------------------------ operator_explorer (widget; never displayed)
+
+
+def test_operator_explorer_has_layer_n_seed_controls():
+    explorer = operator_explorer()
+    assert isinstance(explorer, ipywidgets.interactive)
+    controls = {w.description: w for w in explorer.children if isinstance(w, ipywidgets.ValueWidget)}
+    assert set(controls) == {"layer", "n", "seed"}
+    assert tuple(controls["layer"].options) == GALLERY_NAMES
+    assert controls["layer"].value == "softmax attention, 4 heads"
+    assert (controls["n"].value, controls["n"].min) == (12, 2)
+    assert controls["seed"].value == 0
+    assert explorer.kwargs == {"layer": "softmax attention, 4 heads", "n": 12, "seed": 0}
+
+
+def test_operator_explorer_redraws_when_a_control_changes():
+    """Moving a control calls operator_explorer_figure with the new values (no exception swallowed)."""
+    explorer = operator_explorer()
+    layer = next(w for w in explorer.children if getattr(w, "description", None) == "layer")
+    before = set(plt.get_fignums())
+    layer.value = "LTI SSM"
+    new = set(plt.get_fignums()) - before
+    assert len(new) == 1
+    assert plt.figure(new.pop()).get_suptitle() == "LTI SSM: the operator is the same for every input"
+    assert explorer.kwargs["layer"] == "LTI SSM"
