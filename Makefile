@@ -27,7 +27,7 @@ test: $(STAMP)
 	  if $(MAKE) --no-print-directory $$part; then passed=$$((passed+1)); \
 	  else failed=$$((failed+1)); echo "make test: $$part FAILED"; fi; \
 	done; \
-	echo "test parts: $$passed passed, $$failed failed"; \
+	echo "test-parts: $$passed passed, $$failed failed"; \
 	test $$failed -eq 0
 
 test-lib: $(STAMP)
