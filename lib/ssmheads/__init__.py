@@ -6,11 +6,11 @@ checks the book's theorems numerically. Arrays follow one convention: a sequence
 is ``(n, d)``, an interaction operator ``(n, n, p, d)``, lag operators ``(n, p, d)``.
 
 Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
-:mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
+:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
 :mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
 """
 
-from . import exercises, operator, plotting, systems, widgets
+from . import exercises, operator, plotting, span, systems, widgets
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, lag_operators
 from .operator import (
     apply_interaction,
@@ -21,6 +21,15 @@ from .operator import (
     toeplitz_operator,
     trivial_interaction_form,
     two_route_gap,
+)
+from .span import (
+    interaction_rank,
+    lag_span_bound,
+    lag_span_dimension,
+    lag_span_profile,
+    minimal_polynomial_degree,
+    singular_values,
+    span_basis,
 )
 
 __version__ = "0.1.0"
@@ -39,6 +48,14 @@ __all__ = [
     "operator_of_linear_map",
     "trivial_interaction_form",
     "two_route_gap",
+    "interaction_rank",
+    "span_basis",
+    "singular_values",
+    "lag_span_dimension",
+    "lag_span_profile",
+    "minimal_polynomial_degree",
+    "lag_span_bound",
+    "span",
     "systems",
     "plotting",
     "widgets",

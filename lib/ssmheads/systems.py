@@ -18,6 +18,9 @@ __all__ = [
     "diagonal",
     "random_stable",
     "random_attention",
+    "jordan",
+    "plateau",
+    "random_with_lag_rank",
     "gallery",
     "GALLERY_NAMES",
 ]
@@ -129,6 +132,80 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     W_V = rng.standard_normal((H, d_v, d)) / np.sqrt(d)
     W_O = rng.standard_normal((H, p, d_v)) / np.sqrt(H * d_v)
     return MultiHeadAttention(W_Q, W_K, W_V, W_O, causal=causal, kernel=kernel)
+
+
+def jordan(blocks, B=None, C=None) -> LinearSSM:
+    """The SSM whose ``A`` is a direct sum of Jordan blocks; ``B``, ``C`` default to the identity.
+
+    Parameters
+    ----------
+    blocks : sequence of (eigenvalue, size)
+        ``[(0.5, 2), (0.5, 1), (-0.2, 1)]`` gives ``A = J_2(0.5) + [0.5] + [-0.2]``
+        (``N = 4``, minimal polynomial of degree 3).
+    B : array, shape (N, d), optional
+    C : array, shape (p, N), optional
+    """
+    try:
+        pairs = [(_finite_scalar("eigenvalue", lam), check_positive_int("size", size)) for lam, size in blocks]
+    except TypeError as exc:
+        raise ValueError(f"blocks must be a sequence of (eigenvalue, size) pairs; got {blocks!r}") from exc
+    if not pairs:
+        raise ValueError("blocks must contain at least one (eigenvalue, size) pair; got none")
+    N = sum(size for _, size in pairs)
+    A = np.zeros((N, N))
+    start = 0
+    for lam, size in pairs:
+        A[start:start + size, start:start + size] = lam * np.eye(size) + np.eye(size, k=1)
+        start += size
+    return LinearSSM(A, np.eye(N) if B is None else B, np.eye(N) if C is None else C)
+
+
+def plateau() -> LinearSSM:
+    """The nilpotent example of Proposition 2(e), where ``k(n)`` stalls and then grows.
+
+    ``A`` shifts ``e_1 -> e_2 -> e_3 -> 0``, ``B = e_1`` (one input channel) and
+    ``C = [[1, 1, 0], [0, 0, 1]]`` (two output channels). Then
+    ``K_0 = K_1 = (1, 0)^T`` and ``K_2 = (0, 1)^T``, so ``k(1), k(2), k(3) = 1, 1, 2``.
+    """
+    A = np.eye(3, k=-1)
+    B = np.array([[1.0], [0.0], [0.0]])
+    C = np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    return LinearSSM(A, B, C)
+
+
+def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> LinearSSM:
+    """A random stable SSM with state size ``N = k`` whose lag span has dimension exactly ``k``.
+
+    ``A = S diag(lambda) S^{-1}`` with ``k`` distinct eigenvalues spread over
+    ``[-rho, rho]`` (so ``k(n) = min(n, k)``, Proposition 3), and Gaussian ``B``,
+    ``C``, ``S``. Requires ``k <= p * d``, since the span lives in the ``pd``-dimensional
+    space of ``p x d`` matrices.
+
+    Parameters
+    ----------
+    k, d, p : int
+        Lag-span dimension, token width, output width; ``1 <= k <= p * d``.
+    rho : float
+        Spectral radius, ``0 < rho``.
+    seed : int
+    """
+    k, d, p = (check_positive_int(name, v) for name, v in (("k", k), ("d", d), ("p", p)))
+    if k > p * d:
+        raise ValueError(f"k must be at most p * d = {p * d} (the dimension of the space of p x d matrices); got {k}")
+    rho = _finite_scalar("rho", rho)
+    if rho <= 0:
+        raise ValueError(f"rho must be positive; got {rho}")
+    rng = np.random.default_rng(check_seed(seed))
+    if k == 1:
+        lam = np.array([rho])
+    else:  # distinct, well separated, signs mixed; the largest modulus is rho
+        lam = rho * np.linspace(-1.0, 1.0, k) * rng.choice([-1.0, 1.0])
+        lam = np.where(np.abs(lam) < 1e-3, 0.5 * rho / k, lam)
+    S = rng.standard_normal((k, k)) + 2.0 * np.eye(k)
+    A = S @ np.diag(lam) @ np.linalg.inv(S)
+    B = rng.standard_normal((k, d)) / np.sqrt(k)
+    C = rng.standard_normal((p, k)) / np.sqrt(k)
+    return LinearSSM(A, B, C)
 
 
 GALLERY_NAMES = (
