@@ -10,7 +10,8 @@ Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
 :mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
 """
 
-from . import exercises, operator, plotting, span, systems, widgets
+from . import exercises, numerics, operator, plotting, span, systems, widgets
+from .numerics import close, relative_gap
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, lag_operators
 from .operator import (
     apply_interaction,
@@ -55,6 +56,9 @@ __all__ = [
     "lag_span_profile",
     "minimal_polynomial_degree",
     "lag_span_bound",
+    "close",
+    "relative_gap",
+    "numerics",
     "span",
     "systems",
     "plotting",

@@ -64,7 +64,7 @@ def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = 
     """
     norms = block_norms(W)
     if ax is None:
-        _, ax = plt.subplots(figsize=(3.4, 3.0))
+        _, ax = plt.subplots(figsize=(3.4, 3.0), layout="constrained")
     shown = np.ma.masked_where(norms == 0.0, norms)
     n = norms.shape[0]
     image = ax.imshow(shown, vmin=0.0, vmax=vmax if vmax is not None else max(float(norms.max()), 1e-300),
@@ -101,7 +101,8 @@ def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptit
     ncols = check_positive_int("ncols", ncols)
     names = list(operators)
     nrows = -(-len(names) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.9 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.9 * nrows), squeeze=False,
+                             layout="constrained")
     for ax, name in zip(axes.flat, names):
         operator_heatmap(operators[name], ax=ax, title=name, colorbar=False)
     for ax in axes.flat[len(names):]:
