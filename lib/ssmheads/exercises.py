@@ -227,7 +227,7 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
         def test(out, label):
             try:
                 value = int(out)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise _Fail(f"{label}: expected an integer; got {type(out).__name__}") from None
             if value != out or value != k:
                 raise _Fail(f"{label}: k(n) should be {k}; got {out!r}")
@@ -255,7 +255,7 @@ def _system_profile(make_system: Callable, label: str, p: int | None, d: int | N
         raise _Fail(f"{label}: expected p = {p} output and d = {d} input channels; got p = {ssm.p}, d = {ssm.d}")
     if not ssm.spectral_radius < 1:
         raise _Fail(f"{label}: the system must be stable (spectral radius < 1); got {ssm.spectral_radius:.3g}")
-    return lag_span_profile(ssm.A, ssm.B, ssm.C, n)
+    return lag_span_profile(ssm.A, ssm.B, ssm.C, n).tolist()
 
 
 def _check_design(exercise: str, make_system: Any, p, d, target: list[int], summary: str) -> CheckResult:
@@ -270,8 +270,8 @@ def _check_design(exercise: str, make_system: Any, p, d, target: list[int], summ
         return CheckResult(exercise, FAILED, str(failure))
     if profile is NOT_ATTEMPTED:
         return CheckResult(exercise, NOT_ATTEMPTED, "your function returns nothing yet; fill in its body")
-    if list(profile) != target:
-        return CheckResult(exercise, FAILED, f"k(1..{len(target)}) should be {target}; yours is {list(profile)}")
+    if profile != target:
+        return CheckResult(exercise, FAILED, f"k(1..{len(target)}) should be {target}; yours is {profile}")
     return CheckResult(exercise, PASSED, summary)
 
 

@@ -139,6 +139,14 @@ def span_basis(mats, rtol: float | None = None) -> np.ndarray:
     return _unvec(U[:, :_rank_from(s, rtol)], p, d)
 
 
+def _finite_lags(A, B, C, n: int) -> np.ndarray:
+    K = lag_operators(A, B, C, n)
+    if not np.all(np.isfinite(K)):
+        raise ValueError(f"the lag operators C A^l B overflow for n = {n}: A has spectral radius "
+                         f"{float(np.max(np.abs(np.linalg.eigvals(A)))):.3g}; use a smaller n or a stable A")
+    return K
+
+
 def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """``k(1), ..., k(n)``: the lag-span dimension for every length up to ``n``.
 
@@ -161,8 +169,7 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
-    K = lag_operators(A, B, C, n)
-    G = _vec(K)
+    G = _vec(_finite_lags(A, B, C, n))
     p, d = C.shape[0], B.shape[1]
     out = np.empty(n, dtype=int)
     for length in range(1, n + 1):
@@ -174,7 +181,11 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
 def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     """The lag-span dimension ``k(n) = dim span{C A^l B : 0 <= l < n}``.
 
-    One SVD of the ``pd x n`` matrix of vectorised lag operators.
+    One SVD of the ``pd x n`` matrix of vectorised lag operators. The default
+    tolerance assumes the lags are computed to about machine precision, which
+    holds for normal ``A`` and mildly non-normal ones; for a strongly non-normal
+    ``A`` (``||A^l||`` far above ``rho(A)^l``) rounding in the computed lags can
+    exceed it and be counted, so pass a larger ``rtol`` there.
 
     Parameters
     ----------
@@ -192,7 +203,7 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     """
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
-    return interaction_rank(lag_operators(A, B, C, n), rtol)
+    return interaction_rank(_finite_lags(A, B, C, n), rtol)
 
 
 def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
@@ -233,6 +244,9 @@ def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
     N = A.shape[0]
     rtol = _check_rtol(rtol, max(1e-12, N * N * EPS))
+    top = float(np.max(np.abs(A)))
+    if top > 0.0:
+        A = A / top  # m(cA) = m(A); avoids overflow and underflow of the norms
     power = np.eye(N).ravel() / np.sqrt(N)
     basis = [power]
     for _ in range(N - 1):  # Cayley-Hamilton: m <= N

@@ -145,9 +145,14 @@ def jordan(blocks, B=None, C=None) -> LinearSSM:
     B : array, shape (N, d), optional
     C : array, shape (p, N), optional
     """
+    pairs = []
     try:
-        pairs = [(_finite_scalar("eigenvalue", lam), check_positive_int("size", size)) for lam, size in blocks]
-    except TypeError as exc:
+        for item in blocks:
+            lam, size = item
+            pairs.append((_finite_scalar("eigenvalue", lam), check_positive_int("size", size)))
+    except (TypeError, ValueError) as exc:
+        if "eigenvalue" in str(exc) or "size" in str(exc):
+            raise
         raise ValueError(f"blocks must be a sequence of (eigenvalue, size) pairs; got {blocks!r}") from exc
     if not pairs:
         raise ValueError("blocks must contain at least one (eigenvalue, size) pair; got none")
@@ -176,10 +181,12 @@ def plateau() -> LinearSSM:
 def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> LinearSSM:
     """A random stable SSM with state size ``N = k`` whose lag span has dimension exactly ``k``.
 
-    ``A = S diag(lambda) S^{-1}`` with ``k`` distinct eigenvalues spread over
-    ``[-rho, rho]`` (so ``k(n) = min(n, k)``, Proposition 3), and Gaussian ``B``,
-    ``C``, ``S``. Requires ``k <= p * d``, since the span lives in the ``pd``-dimensional
-    space of ``p x d`` matrices.
+    ``A = Q diag(lambda) Q^T`` with a random orthogonal ``Q`` and ``k`` distinct
+    eigenvalues spread over ``[-rho, rho]`` (so ``k(n) = min(n, k)``, Proposition 3),
+    and Gaussian ``B``, ``C``. ``A`` is normal, so ``||A^l|| = rho^l`` and the
+    computed lags carry no amplified rounding error (a non-normal ``A`` can make
+    rounding look like an extra dimension). Requires ``k <= p * d``, since the span
+    lives in the ``pd``-dimensional space of ``p x d`` matrices.
 
     Parameters
     ----------
@@ -201,8 +208,8 @@ def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0
     else:  # distinct, well separated, signs mixed; the largest modulus is rho
         lam = rho * np.linspace(-1.0, 1.0, k) * rng.choice([-1.0, 1.0])
         lam = np.where(np.abs(lam) < 1e-3, 0.5 * rho / k, lam)
-    S = rng.standard_normal((k, k)) + 2.0 * np.eye(k)
-    A = S @ np.diag(lam) @ np.linalg.inv(S)
+    Q, _ = np.linalg.qr(rng.standard_normal((k, k)))  # random orthogonal eigenvectors
+    A = Q @ np.diag(lam) @ Q.T
     B = rng.standard_normal((k, d)) / np.sqrt(k)
     C = rng.standard_normal((p, k)) / np.sqrt(k)
     return LinearSSM(A, B, C)

@@ -1,0 +1,293 @@
+"""Tests of the Chapter 2 exercise checks in ``ssmheads.exercises``.
+
+For each check: a reference solution written here (independently of
+``ssmheads.span``) passes; stubs are "not attempted yet" without a traceback;
+wrong answers fail, never raise, and say what was expected.
+"""
+
+import numpy as np
+import pytest
+
+from ssmheads.exercises import CheckResult, check_lag_span_dimension, check_long_plateau, check_rank_three_system
+from ssmheads.systems import plateau, rotation
+
+PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
+
+# ------------------------------------------------------------ reference solutions, written from the exercise text
+
+
+def lag_span_dimension(A, B, C, n):
+    """``dim span{C A^l B : l < n}``: numpy's rank of the stacked, flattened lags (0 when they all vanish)."""
+    lags, power_b = [], np.asarray(B, dtype=float)
+    for _ in range(n):
+        lags.append((C @ power_b).ravel())
+        power_b = A @ power_b
+    G = np.array(lags)
+    return 0 if not np.any(G) else int(np.linalg.matrix_rank(G))
+
+
+def rank_three_system():
+    """Three distinct eigenvalues whose rank-one terms ``c_s b_s^T`` are independent 2 x 2 matrices."""
+    A = np.diag([0.9, 0.5, -0.3])
+    B = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    C = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    return A, B, C
+
+
+def long_plateau_system():
+    """Shift ``e_1 -> e_2 -> e_3 -> e_4 -> 0``, ``B = e_1``: ``K_0 = K_1 = K_2 = (1, 0)^T``, ``K_3 = (0, 1)^T``."""
+    A = np.eye(4, k=-1)
+    B = np.eye(4)[:, :1]
+    C = np.array([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    return A, B, C
+
+
+CHECKS = {
+    "lag span": (check_lag_span_dimension, lag_span_dimension, "Chapter 2: lag span by hand"),
+    "rank three": (check_rank_three_system, rank_three_system, "Chapter 2: three dimensions from two channels"),
+    "long plateau": (check_long_plateau, long_plateau_system, "Chapter 2: a longer plateau"),
+}
+KEYS = list(CHECKS)
+DESIGNS = ["rank three", "long plateau"]
+
+
+def _check(key):
+    return CHECKS[key][0]
+
+
+def _assert_printed(result, mark):
+    text = str(result)
+    assert f"[{result.exercise}] {mark}" in text
+    assert result.message in text
+    assert repr(result) == text
+
+
+# ------------------------------------------------------------ passing
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_reference_solution_passes(key):
+    check, solution, exercise = CHECKS[key]
+    result = check(solution)
+    assert isinstance(result, CheckResult)
+    assert result.status == PASSED, result.message
+    assert result
+    assert result.exercise == exercise
+    _assert_printed(result, "PASSED")
+
+
+def test_reference_lag_span_agrees_with_known_answers():
+    """The reference is right on its own terms: Prop. 3 rotations and the plateau of Prop. 2(e)."""
+    s = rotation(1.0, 0.9)
+    assert [lag_span_dimension(s.A, s.B, s.C, n) for n in (1, 2, 5)] == [1, 2, 2]
+    s = rotation(np.pi, 0.9)
+    assert lag_span_dimension(s.A, s.B, s.C, 5) == 1
+    s = plateau()
+    assert [lag_span_dimension(s.A, s.B, s.C, n) for n in (1, 2, 3, 4)] == [1, 1, 2, 2]
+    assert lag_span_dimension(s.A, np.zeros((3, 1)), s.C, 4) == 0
+
+
+@pytest.mark.parametrize("system, expected", [(rank_three_system, [1, 2, 3, 3, 3, 3]),
+                                              (long_plateau_system, [1, 1, 1, 2, 2, 2, 2])])
+def test_reference_designs_are_right_on_their_own_terms(system, expected):
+    A, B, C = system()
+    assert max(abs(np.linalg.eigvals(A))) < 1
+    assert [lag_span_dimension(A, B, C, n) for n in range(1, len(expected) + 1)] == expected
+
+
+def test_a_different_long_plateau_design_also_passes():
+    """Any widths are allowed: p = 3 outputs, d = 2 inputs, with the second input unused."""
+    A, B, C = long_plateau_system()
+    B2 = np.hstack([B, np.zeros((4, 1))])
+    C3 = np.vstack([C, np.zeros((1, 4))])
+    result = check_long_plateau(lambda: (0.5 * A, B2, C3))
+    assert result.status == PASSED, result.message
+
+
+def test_float_integer_answer_is_accepted():
+    """``2.0`` is an integer value; the check compares values, so a float with an integral value passes."""
+    result = check_lag_span_dimension(lambda A, B, C, n: float(lag_span_dimension(A, B, C, n)))
+    assert result.status == PASSED, result.message
+
+
+# ------------------------------------------------------------ stubs
+
+
+def _stub_ellipsis(*args):
+    ...
+
+
+def _stub_pass(*args):
+    pass
+
+
+def _stub_not_implemented(*args):
+    raise NotImplementedError("fill me in")
+
+
+STUBS = [None, ..., _stub_ellipsis, _stub_pass, _stub_not_implemented]
+STUB_IDS = ["None", "Ellipsis", "body ...", "body pass", "NotImplementedError"]
+
+
+@pytest.mark.parametrize("stub", STUBS, ids=STUB_IDS)
+@pytest.mark.parametrize("key", KEYS)
+def test_stubs_are_not_attempted(key, stub):
+    result = _check(key)(stub)
+    assert result.status == NOT_ATTEMPTED
+    assert not result
+    _assert_printed(result, "NOT ATTEMPTED YET")
+
+
+def test_partial_lag_span_answer_returning_none_later_is_not_attempted():
+    result = check_lag_span_dimension(lambda A, B, C, n: 1 if n == 1 else None)
+    assert result.status == NOT_ATTEMPTED and not result
+    assert "returns nothing yet" in result.message
+
+
+# ------------------------------------------------------------ wrong answers
+
+
+def _raises_type_error(*args):
+    raise TypeError("unsupported operand")
+
+
+def _always_min_n_2(A, B, C, n):
+    """Right for rotations by a generic angle, wrong for theta = pi (where R = -I and k = 1)."""
+    return min(n, 2)
+
+
+def _never_zero(A, B, C, n):
+    return max(1, lag_span_dimension(A, B, C, n))
+
+
+def _stops_at_first_plateau(A, B, C, n):
+    """The trap of Prop. 2(e): stop as soon as one more lag adds nothing."""
+    k = 0
+    for length in range(1, n + 1):
+        new = lag_span_dimension(A, B, C, length)
+        if length > 1 and new == k:
+            return k
+        k = new
+    return k
+
+
+WRONG_LAG_SPAN = {
+    "theta = pi": (_always_min_n_2, "lag_span_dimension on rotation(theta=3.142), n=5: k(n) should be 1; got 2"),
+    "float 2.5": (lambda A, B, C, n: 2.5, "lag_span_dimension on rotation(theta=1), n=1: k(n) should be 1; got 2.5"),
+    "string": (lambda A, B, C, n: "two", "expected an integer; got str"),
+    "nan": (lambda A, B, C, n: float("nan"), "expected an integer; got float"),
+    "array": (lambda A, B, C, n: np.array([1, 2]), "expected an integer; got ndarray"),
+    "B = 0": (_never_zero, "lag_span_dimension on B = 0, n=4: k(n) should be 0; got 1"),
+    "first plateau": (_stops_at_first_plateau, "lag_span_dimension on plateau(), n=3: k(n) should be 2; got 1"),
+    "raises": (_raises_type_error, "raised TypeError: unsupported operand"),
+}
+
+
+@pytest.mark.parametrize("answer, expected_in_message", list(WRONG_LAG_SPAN.values()), ids=list(WRONG_LAG_SPAN))
+def test_wrong_lag_span_answers_fail_with_what_was_expected(answer, expected_in_message):
+    result = check_lag_span_dimension(answer)
+    assert result.status == FAILED, result
+    assert not result
+    assert expected_in_message in result.message
+    _assert_printed(result, "NOT YET")
+
+
+def test_infinite_lag_span_answer_fails_without_raising():
+    result = check_lag_span_dimension(lambda A, B, C, n: float("inf"))
+    assert result.status == FAILED and not result
+    assert "expected an integer" in result.message
+
+
+def _rank_two_system():
+    A, B, C = rank_three_system()
+    return A[:2, :2], B[:2], C[:, :2]
+
+
+def _unstable(system):
+    def make():
+        A, B, C = system()
+        return 2.0 * np.eye(A.shape[0]), B, C
+    return make
+
+
+def _marginal(system):
+    def make():
+        A, B, C = system()
+        return np.eye(A.shape[0], k=-1) + np.diag(np.r_[1.0, np.zeros(A.shape[0] - 1)]), B, C
+    return make
+
+
+def _divide_by_zero():
+    return 1 / 0
+
+
+WRONG_DESIGNS = {
+    ("rank three", "unstable"): (_unstable(rank_three_system),
+                                 "make(): the system must be stable (spectral radius < 1); got 2"),
+    ("rank three", "spectral radius 1"): (_marginal(rank_three_system), "the system must be stable (spectral radius < 1); got 1"),
+    ("rank three", "d = 3"): (lambda: (np.diag([0.9, 0.5, -0.3]), np.eye(3), np.eye(3)[:2]),
+                              "expected p = 2 output and d = 2 input channels; got p = 2, d = 3"),
+    ("rank three", "p = 3"): (lambda: (np.diag([0.9, 0.5, -0.3]), np.eye(3)[:, :2], np.eye(3)),
+                              "expected p = 2 output and d = 2 input channels; got p = 3, d = 2"),
+    ("rank three", "rank two"): (_rank_two_system, "k(1..6) should be [1, 2, 3, 3, 3, 3]; yours is"),
+    ("rank three", "two matrices"): (lambda: rank_three_system()[:2],
+                                     "expected a tuple (A, B, C) of compatible real matrices (not enough values to unpack"),
+    ("rank three", "four matrices"): (lambda: rank_three_system() + (np.zeros((2, 2)),),
+                                      "expected a tuple (A, B, C) of compatible real matrices (too many values to unpack"),
+    ("rank three", "incompatible"): (lambda: (np.eye(3) / 2, np.eye(2), np.eye(2)),
+                                     "expected a tuple (A, B, C) of compatible real matrices (B has shape (2, 2)"),
+    ("rank three", "complex"): (lambda: (0.5j * np.eye(3), *rank_three_system()[1:]), "A must be real"),
+    ("rank three", "not a tuple"): (lambda: 5, "expected a tuple (A, B, C) of compatible real matrices"),
+    ("rank three", "raises"): (_divide_by_zero, "_divide_by_zero() raised ZeroDivisionError: division by zero"),
+    ("long plateau", "unstable"): (_unstable(long_plateau_system), "the system must be stable (spectral radius < 1); got 2"),
+    ("long plateau", "short plateau"): (lambda: (plateau().A, plateau().B, plateau().C),
+                                        "k(1..7) should be [1, 1, 1, 2, 2, 2, 2]; yours is"),
+    ("long plateau", "no plateau"): (rank_three_system, "k(1..7) should be [1, 1, 1, 2, 2, 2, 2]; yours is"),
+    ("long plateau", "two matrices"): (lambda: long_plateau_system()[:2], "not enough values to unpack"),
+    ("long plateau", "nan"): (lambda: (np.full((4, 4), np.nan), *long_plateau_system()[1:]),
+                              "A must contain only finite numbers"),
+    ("long plateau", "raises"): (_divide_by_zero, "raised ZeroDivisionError: division by zero"),
+}
+
+
+@pytest.mark.parametrize("key, answer, expected_in_message",
+                         [(k, *v) for (k, _), v in WRONG_DESIGNS.items()], ids=[f"{k}-{c}" for k, c in WRONG_DESIGNS])
+def test_wrong_designs_fail_with_what_was_expected(key, answer, expected_in_message):
+    result = _check(key)(answer)
+    assert result.status == FAILED, result
+    assert not result
+    assert expected_in_message in result.message
+    _assert_printed(result, "NOT YET")
+
+
+@pytest.mark.parametrize("key, answer, shown", [
+    ("rank three", _rank_two_system, "yours is [1, 2, 2, 2, 2, 2]"),
+    ("long plateau", lambda: (plateau().A, plateau().B, plateau().C), "yours is [1, 1, 2, 2, 2, 2, 2]"),
+], ids=DESIGNS)
+def test_wrong_profile_is_shown_as_plain_integers(key, answer, shown):
+    result = _check(key)(answer)
+    assert result.status == FAILED
+    assert shown in result.message
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_answer_that_raises_is_reported_not_raised(key):
+    result = _check(key)(_raises_type_error)
+    assert result.status == FAILED and not result
+    assert result.message.endswith(" raised TypeError: unsupported operand")
+
+
+@pytest.mark.parametrize("not_a_function", [3, np.zeros((2, 2)), "A, B, C"])
+@pytest.mark.parametrize("key", KEYS)
+def test_non_callable_answer_fails(key, not_a_function):
+    result = _check(key)(not_a_function)
+    assert result.status == FAILED and not result
+    assert result.message == f"expected a function; got {type(not_a_function).__name__}"
+
+
+@pytest.mark.parametrize("key", DESIGNS)
+def test_design_check_with_arguments_reports_the_error(key):
+    """The designs take no arguments; a function that requires one fails with the TypeError, not a traceback."""
+    result = _check(key)(lambda seed: rank_three_system())
+    assert result.status == FAILED and not result
+    assert "raised TypeError" in result.message
