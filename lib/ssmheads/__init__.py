@@ -6,12 +6,23 @@ checks the book's theorems numerically. Arrays follow one convention: a sequence
 is ``(n, d)``, an interaction operator ``(n, n, p, d)``, lag operators ``(n, p, d)``.
 
 Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
-:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
+:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.heads` (Chapter 3), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
 :mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
 """
 
-from . import exercises, numerics, operator, plotting, span, systems, widgets
+from . import exercises, heads, numerics, operator, plotting, span, systems, widgets
 from .numerics import close, relative_gap
+from .heads import (
+    FactorizedHeads,
+    exact_heads,
+    fit_heads,
+    head_count_curve,
+    is_pointed,
+    nonnegative_head_count,
+    nonnegative_heads,
+    optimal_heads,
+    softmax_heads,
+)
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, lag_operators
 from .operator import (
     apply_interaction,
@@ -56,6 +67,16 @@ __all__ = [
     "lag_span_profile",
     "minimal_polynomial_degree",
     "lag_span_bound",
+    "FactorizedHeads",
+    "optimal_heads",
+    "head_count_curve",
+    "exact_heads",
+    "fit_heads",
+    "is_pointed",
+    "nonnegative_head_count",
+    "nonnegative_heads",
+    "softmax_heads",
+    "heads",
     "close",
     "relative_gap",
     "numerics",

@@ -1,0 +1,616 @@
+"""Heads that reproduce an SSM: the head-count theorem and its refinements (Chapter 3).
+
+Relative-position heads compute ``y_i = sum_h sum_{j<=i} c_h(i-j) V_h x_j``; their
+operator is block-Toeplitz with lags ``Khat_l = sum_h c_h(l) V_h``. Matching an
+SSM's lags ``K_l = C A^l B`` with as few heads as possible is a low-rank
+factorisation of the matrix ``G = [vec K_0, ..., vec K_{n-1}]``:
+
+* :func:`exact_heads` uses ``k = rank G`` heads and is exact (Theorem 5);
+* :func:`optimal_heads` gives the best ``H < k`` heads and their error, the
+  Eckart-Young tail of the singular values (Corollary 7);
+* :func:`fit_heads` trains heads by gradient descent on white noise, the
+  experiment a practitioner would run;
+* :func:`is_pointed`, :func:`nonnegative_heads` and :func:`softmax_heads` handle
+  heads whose weights must be nonnegative or genuine softmax weights (Theorem 12).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_discrete_lyapunov
+from scipy.optimize import linprog
+
+from ._validate import as_array, check_nonempty, check_positive_int, check_seed, check_size
+from .models import _check_system, _Layer, lag_operators
+from .operator import toeplitz_operator
+from .span import _check_rtol, _unvec, _vec, default_rtol, interaction_rank, span_basis
+
+__all__ = [
+    "FactorizedHeads",
+    "optimal_heads",
+    "head_count_curve",
+    "exact_heads",
+    "white_noise_weights",
+    "stationary_residual",
+    "FitResult",
+    "fit_heads",
+    "is_pointed",
+    "nonnegative_head_count",
+    "nonnegative_heads",
+    "SoftmaxSinkHeads",
+    "softmax_heads",
+]
+
+
+def _lags(K) -> np.ndarray:
+    K = as_array("K", K, 3, "(n, p, d)")
+    check_nonempty("K", K, 0, "the number of lags n")
+    check_nonempty("K", K, 1, "the output width p")
+    check_nonempty("K", K, 2, "the token width d")
+    return K
+
+
+def _heads_count(H, name: str = "H") -> int:
+    return check_positive_int(name, H, minimum=0)
+
+
+def _weights(weights, n: int) -> np.ndarray:
+    if weights is None:
+        return np.ones(n)
+    w = as_array("weights", weights, 1, "(n,)")
+    check_size("weights", w, 0, n, "the number of lags n of K")
+    if np.any(w <= 0):
+        raise ValueError(f"weights must be positive; got minimum {float(w.min()):.3g}")
+    return w
+
+
+class FactorizedHeads(_Layer):
+    """``H`` relative-position heads: ``y_i = sum_h sum_{j<=i} c_h(i-j) V_h x_j``.
+
+    Parameters
+    ----------
+    coefficients : array, shape (H, n_max)
+        ``coefficients[h, l] = c_h(l)``, the weight of head ``h`` at lag ``l``.
+    values : array, shape (H, p, d)
+        The value maps ``V_h``.
+
+    Notes
+    -----
+    The operator is causal and block-Toeplitz with lags
+    ``Khat_l = sum_h c_h(l) V_h`` (:meth:`lag_operators`). Sequences of any length
+    ``n <= n_max`` are accepted.
+    """
+
+    def __init__(self, coefficients, values):
+        c = as_array("coefficients", coefficients, 2, "(H, n_max)", copy=True)
+        V = as_array("values", values, 3, "(H, p, d)", copy=True)
+        check_nonempty("coefficients", c, 1, "the number of lags n_max")
+        check_size("values", V, 0, c.shape[0], "the number of heads H of coefficients")
+        check_nonempty("values", V, 1, "the output width p")
+        check_nonempty("values", V, 2, "the token width d")
+        c.flags.writeable = False
+        V.flags.writeable = False
+        self.coefficients, self.values = c, V
+        self.num_heads, self.n_max = c.shape
+        self.p, self.d = V.shape[1], V.shape[2]
+
+    def __repr__(self) -> str:
+        return f"FactorizedHeads(H={self.num_heads}, n_max={self.n_max}, d={self.d}, p={self.p})"
+
+    def _length(self, n_or_X) -> int:
+        if isinstance(n_or_X, (int, np.integer)) and not isinstance(n_or_X, (bool, np.bool_)):
+            n = check_positive_int("n", n_or_X)
+        else:
+            n = self._input(n_or_X).shape[0]
+        if n > self.n_max:
+            raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
+        return n
+
+    def lag_operators(self, n: int | None = None) -> np.ndarray:
+        """``Khat_l = sum_h c_h(l) V_h`` for ``l < n`` (default ``n_max``), shape ``(n, p, d)``."""
+        n = self.n_max if n is None else self._length(n)
+        return np.einsum("hl,hpd->lpd", self.coefficients[:, :n], self.values)
+
+    def forward(self, X) -> np.ndarray:
+        """Apply the heads: each head filters its values ``V_h x_j`` with the causal kernel ``c_h``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+            ``n <= n_max``.
+
+        Returns
+        -------
+        Y : ndarray, shape (n, p)
+        """
+        X = self._input(X)
+        n = self._length(X)
+        values = np.einsum("hpd,jd->hjp", self.values, X)  # V_h x_j
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+        kernel = np.where(lag >= 0, self.coefficients[:, np.clip(lag, 0, None)], 0.0)  # (H, n, n)
+        return np.einsum("hij,hjp->ip", kernel, values)
+
+    def interaction(self, n_or_X) -> np.ndarray:
+        """The operator ``W[i, j] = Khat_{i-j}`` for ``j <= i``.
+
+        Parameters
+        ----------
+        n_or_X : int or array of shape (n, d)
+            The sequence length, or an input whose length is used.
+
+        Returns
+        -------
+        W : ndarray, shape (n, n, p, d)
+        """
+        n = self._length(n_or_X)
+        return toeplitz_operator(self.lag_operators(n), n)
+
+
+def optimal_heads(K, H: int, weights=None):
+    """The best ``H`` relative-position heads for the lags ``K`` (Corollary 7).
+
+    Minimises ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over value maps and
+    coefficients. The minimiser takes ``V_h`` to be the top ``H`` left singular
+    vectors of ``G_w = [sqrt(w_l) vec K_l]`` (reshaped, orthonormal in the Frobenius
+    inner product) and ``c_h(l) = <V_h, K_l>_F``; the minimum is the tail
+    ``sum_{r > H} sigma_r(G_w)^2`` (Eckart-Young-Mirsky).
+
+    Parameters
+    ----------
+    K : array, shape (n, p, d)
+        Target lag operators.
+    H : int
+        Number of heads, ``H >= 0``. Heads beyond ``p*d`` get zero value maps.
+    weights : array, shape (n,), optional
+        Positive weights ``w_l``; default all ones. ``white_noise_weights(n)``
+        gives ``w_l = n - l``, the weights of the white-noise error.
+
+    Returns
+    -------
+    coefficients : ndarray, shape (H, n)
+    values : ndarray, shape (H, p, d)
+    residual : float
+        The minimum of the weighted loss.
+    """
+    K = _lags(K)
+    H = _heads_count(H)
+    n, p, d = K.shape
+    w = _weights(weights, n)
+    G = _vec(K) * np.sqrt(w)  # (pd, n)
+    U, s, _ = np.linalg.svd(G, full_matrices=True)
+    used = min(H, p * d)
+    values = np.zeros((H, p, d))
+    values[:used] = _unvec(U[:, :used], p, d)
+    coefficients = np.einsum("hpd,lpd->hl", values, K)
+    residual = float(np.sum(s[used:] ** 2))
+    return coefficients, values, residual
+
+
+def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
+    """Optimal residual of :func:`optimal_heads` for ``H = 0, 1, ..., H_max``, from one SVD.
+
+    Parameters
+    ----------
+    K : array, shape (n, p, d)
+    H_max : int
+    weights : array, shape (n,), optional
+
+    Returns
+    -------
+    ndarray, shape (H_max + 1,)
+        Nonincreasing; zero from ``H = k`` on (up to rounding).
+    """
+    K = _lags(K)
+    H_max = _heads_count(H_max, "H_max")
+    w = _weights(weights, K.shape[0])
+    s2 = np.linalg.svd(_vec(K) * np.sqrt(w), compute_uv=False) ** 2
+    tails = np.concatenate([np.cumsum(s2[::-1])[::-1], [0.0]])  # tails[H] = sum_{r >= H} s2[r]
+    return np.array([tails[min(H, s2.size)] for H in range(H_max + 1)])
+
+
+def white_noise_weights(n: int) -> np.ndarray:
+    """``w_l = n - l``: lag ``l`` occurs in ``n - l`` pairs ``j <= i`` (Corollary 7b, c).
+
+    With these weights the loss of :func:`optimal_heads` equals the expected
+    total squared error ``E sum_i ||y_i - yhat_i||^2`` on white-noise input.
+    """
+    n = check_positive_int("n", n)
+    return np.arange(n, 0, -1, dtype=float)
+
+
+def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
+    """``k(n)`` relative-position heads that reproduce the SSM on every input of length ``<= n``.
+
+    The value maps are an orthonormal basis of ``span{K_0, ..., K_{n-1}}`` and the
+    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (Theorem 5).
+
+    Parameters
+    ----------
+    A : array, shape (N, N)
+    B : array, shape (N, d)
+    C : array, shape (p, N)
+    n : int
+    rtol : float, optional
+        Rank tolerance, as in :func:`ssmheads.span.interaction_rank`.
+
+    Returns
+    -------
+    FactorizedHeads
+        With ``num_heads == lag_span_dimension(A, B, C, n, rtol)`` and ``n_max == n``.
+    """
+    A, B, C, _ = _check_system(A, B, C)
+    n = check_positive_int("n", n)
+    K = lag_operators(A, B, C, n)
+    k = interaction_rank(K, rtol)
+    coefficients, values, _ = optimal_heads(K, k)
+    return FactorizedHeads(coefficients, values)
+
+
+def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
+    """Per-position optimal error on long white-noise sequences, ``H = 0..H_max`` (Corollary 7d).
+
+    ``(1/n) sum_{r>H} sigma_r(G_{n-l})^2`` tends to ``sum_{r>H} lambda_r(M_inf)`` with
+    ``M_inf = sum_l vec K_l vec K_l^T = (B^T kron C) P (B kron C^T)``, where ``P`` solves
+    the Stein equation ``P = vec(I) vec(I)^T + (I kron A) P (I kron A)^T``.
+
+    Parameters
+    ----------
+    A : array, shape (N, N)
+        Stable: spectral radius below 1.
+    B : array, shape (N, d)
+    C : array, shape (p, N)
+    H_max : int
+
+    Returns
+    -------
+    ndarray, shape (H_max + 1,)
+    """
+    A, B, C, _ = _check_system(A, B, C)
+    H_max = _heads_count(H_max, "H_max")
+    rho = float(np.max(np.abs(np.linalg.eigvals(A))))
+    if rho >= 1:
+        raise ValueError(f"A must be stable (spectral radius < 1) for the stationary limit; got {rho:.3g}")
+    N = A.shape[0]
+    vec_I = np.eye(N).reshape(-1, order="F")
+    IA = np.kron(np.eye(N), A)
+    P = solve_discrete_lyapunov(IA, np.outer(vec_I, vec_I))  # P = IA P IA^T + q
+    M = np.kron(B.T, C) @ P @ np.kron(B, C.T)
+    lam = np.clip(np.sort(np.linalg.eigvalsh((M + M.T) / 2))[::-1], 0.0, None)
+    tails = np.concatenate([np.cumsum(lam[::-1])[::-1], [0.0]])
+    return np.array([tails[min(H, lam.size)] for H in range(H_max + 1)])
+
+
+# ---------------------------------------------------------------- training
+
+@dataclass(frozen=True)
+class FitResult:
+    """Outcome of :func:`fit_heads`.
+
+    Attributes
+    ----------
+    heads : FactorizedHeads
+        The trained heads.
+    losses : ndarray, shape (steps,)
+        Minibatch loss at each step (mean squared error per position).
+    expected_errors : ndarray, shape (steps // record_every + 1,)
+        Exact expected white-noise error per position of the current heads,
+        ``(1/n) sum_l (n - l) ||K_l - Khat_l||_F^2``, recorded every ``record_every``
+        steps and at the end.
+    record_every : int
+    """
+
+    heads: FactorizedHeads
+    losses: np.ndarray
+    expected_errors: np.ndarray
+    record_every: int
+
+
+def _expected_error(K: np.ndarray, Khat: np.ndarray, w: np.ndarray) -> float:
+    return float(np.einsum("l,lpd->", w, (K - Khat) ** 2)) / K.shape[0]
+
+
+def _shifted(X: np.ndarray) -> np.ndarray:
+    """``S[b, l, i] = X[b, i - l]`` (zero for ``i < l``): shape (B, n, n, d)."""
+    B, n, d = X.shape
+    S = np.zeros((B, n, n, d))
+    for lag in range(n):
+        S[:, lag, lag:] = X[:, : n - lag]
+    return S
+
+
+def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
+              final_lr: float = 0.0005, seed: int = 0, record_every: int = 50) -> FitResult:
+    """Train ``H`` relative-position heads to imitate the lags ``K`` on white-noise sequences.
+
+    Each step draws ``batch`` sequences ``X`` of length ``n`` with i.i.d. standard normal
+    tokens, computes the target ``y_i = sum_l K_l x_{i-l}`` and the heads' output
+    ``yhat_i = sum_l Khat_l x_{i-l}`` with ``Khat_l = sum_h c_h(l) V_h``, and takes an Adam
+    step on the mean squared error per position, using the analytic gradients
+
+    ``dL/dKhat_l = (2 / (batch n)) sum_b sum_i (yhat_i - y_i) x_{i-l}^T``,
+    ``dL/dc_h(l) = <dL/dKhat_l, V_h>_F``, ``dL/dV_h = sum_l c_h(l) dL/dKhat_l``.
+
+    The learning rate decays from ``lr`` to ``final_lr`` on a cosine schedule.
+    Initialisation: ``V_h`` Gaussian with variance ``1/(pd)``, ``c_h(l)`` Gaussian with
+    standard deviation 0.1, all from ``np.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    K : array, shape (n, p, d)
+        The target's lag operators on sequences of length ``n``.
+    H : int
+        Number of heads, ``H >= 1``.
+    steps, batch : int
+    lr, final_lr : float
+    seed : int
+    record_every : int
+        How often the exact expected error is recorded.
+
+    Returns
+    -------
+    FitResult
+    """
+    K = _lags(K)
+    H = check_positive_int("H", H)
+    steps, batch = check_positive_int("steps", steps), check_positive_int("batch", batch)
+    record_every = check_positive_int("record_every", record_every)
+    for name, value in (("lr", lr), ("final_lr", final_lr)):
+        if not (isinstance(value, (int, float, np.floating)) and np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive number; got {value!r}")
+    n, p, d = K.shape
+    rng = np.random.default_rng(check_seed(seed))
+    V = rng.standard_normal((H, p, d)) / np.sqrt(p * d)
+    c = 0.1 * rng.standard_normal((H, n))
+    params = [c, V]
+    moments = [[np.zeros_like(x), np.zeros_like(x)] for x in params]
+    beta1, beta2, eps = 0.9, 0.999, 1e-12
+    w = white_noise_weights(n)
+    losses = np.empty(steps)
+    recorded = []
+    for step in range(steps):
+        if step % record_every == 0:
+            recorded.append(_expected_error(K, np.einsum("hl,hpd->lpd", c, V), w))
+        S = _shifted(rng.standard_normal((batch, n, d)))  # (B, lag, i, d)
+        Khat = np.einsum("hl,hpd->lpd", c, V)
+        E = np.einsum("lpd,blid->bip", Khat - K, S)  # yhat - y
+        losses[step] = float(np.sum(E * E)) / (batch * n)
+        dKhat = (2.0 / (batch * n)) * np.einsum("bip,blid->lpd", E, S)
+        grads = [np.einsum("lpd,hpd->hl", dKhat, V), np.einsum("hl,lpd->hpd", c, dKhat)]
+        rate = final_lr + 0.5 * (lr - final_lr) * (1 + np.cos(np.pi * step / steps))
+        for x, g, (m1, m2) in zip(params, grads, moments):
+            m1 *= beta1
+            m1 += (1 - beta1) * g
+            m2 *= beta2
+            m2 += (1 - beta2) * g * g
+            m1_hat = m1 / (1 - beta1 ** (step + 1))
+            m2_hat = m2 / (1 - beta2 ** (step + 1))
+            x -= rate * m1_hat / (np.sqrt(m2_hat) + eps)
+    recorded.append(_expected_error(K, np.einsum("hl,hpd->lpd", c, V), w))
+    return FitResult(FactorizedHeads(c, V), losses, np.array(recorded), record_every)
+
+
+# ---------------------------------------------------------------- nonnegative and softmax heads
+
+def _nonzero_lags(K: np.ndarray, rtol: float | None):
+    """Coordinates of the lags in an orthonormal basis of their span, and which lags are nonzero."""
+    n, p, d = K.shape
+    basis = span_basis(K, rtol)  # (k, p, d)
+    coords = np.einsum("kpd,lpd->lk", basis, K)  # (n, k)
+    norms = np.sqrt(np.einsum("lpd,lpd->l", K, K))
+    tol = _check_rtol(rtol, default_rtol(n, p, d))
+    nonzero = norms > tol * max(float(norms.max()), np.finfo(float).tiny)
+    return basis, coords, nonzero
+
+
+def _pointing_functional(coords: np.ndarray):
+    """A vector f with f . x >= 1 for every given coordinate row x, or None (linear program)."""
+    if coords.shape[0] == 0:
+        return np.zeros(coords.shape[1])
+    k = coords.shape[1]
+    result = linprog(np.zeros(k), A_ub=-coords, b_ub=-np.ones(coords.shape[0]),
+                     bounds=[(None, None)] * k, method="highs")
+    return result.x if result.status == 0 else None
+
+
+def is_pointed(K, rtol: float | None = None) -> bool:
+    """Whether ``cone{K_0, ..., K_{n-1}}`` is pointed (contains no line).
+
+    By Gordan's alternative the cone is pointed exactly when some linear
+    functional is positive on every nonzero ``K_l``; this is decided by the linear
+    program ``find f with <f, K_l> >= 1`` for the nonzero lags
+    (``scipy.optimize.linprog``, HiGHS).
+
+    Parameters
+    ----------
+    K : array, shape (n, p, d)
+    rtol : float, optional
+        Lags whose norm is below ``rtol`` times the largest count as zero; also the
+        rank tolerance for the span.
+
+    Returns
+    -------
+    bool
+    """
+    K = _lags(K)
+    _, coords, nonzero = _nonzero_lags(K, rtol)
+    return _pointing_functional(coords[nonzero]) is not None
+
+
+def nonnegative_head_count(K, rtol: float | None = None) -> int:
+    """``H+``: the fewest heads with nonnegative coefficients that reproduce the lags (Theorem 12).
+
+    ``k`` if the cone of the lags is pointed, ``k + 1`` otherwise.
+    """
+    K = _lags(K)
+    k = interaction_rank(K, rtol)
+    return k if is_pointed(K, rtol) else k + 1
+
+
+def _regular_simplex(dim: int) -> np.ndarray:
+    """Vertices (dim + 1, dim) of a regular simplex centred at 0 with inradius 1."""
+    if dim == 0:
+        return np.zeros((1, 0))
+    E = np.eye(dim + 1) - 1.0 / (dim + 1)  # centred standard simplex in R^(dim+1), rank dim
+    U, _, _ = np.linalg.svd(E)
+    vertices = E @ U[:, :dim]  # coordinates in the hyperplane
+    inradius = np.linalg.norm(vertices[0]) / dim  # circumradius = dim * inradius
+    return vertices / inradius
+
+
+def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> FactorizedHeads:
+    """Heads with nonnegative coefficients reproducing the lags: ``k`` heads if pointed, else ``k+1``.
+
+    Pointed cone (with ``strict=False``, or with ``strict=True`` and no zero lag):
+    slice the cone by ``{f = 1}``, enclose the slice in a regular simplex with
+    ``k`` vertices ``g_h`` (scaled up by 10% so every point is strictly inside), and
+    use ``V_h = g_h``, ``c_h(l) = f(K_l)`` times the barycentric coordinates.
+    Otherwise: an orthonormal basis ``b_1..b_k`` of the span plus
+    ``b_{k+1} = -sum_h b_h``, with ``c_h(l) = x_h(l) + t_l`` and ``c_{k+1}(l) = t_l``,
+    where ``t_l = max(0, -min_h x_h(l))`` (plus ``0.1 max|x|`` when ``strict``).
+
+    Parameters
+    ----------
+    K : array, shape (n, p, d)
+    rtol : float, optional
+    strict : bool
+        Require every coefficient to be strictly positive (needed for genuine
+        softmax weights); then ``k`` heads suffice only if the cone is pointed and
+        no lag is zero.
+
+    Returns
+    -------
+    FactorizedHeads
+        Coefficients ``>= 0`` (``> 0`` when ``strict``).
+    """
+    K = _lags(K)
+    n, p, d = K.shape
+    basis, coords, nonzero = _nonzero_lags(K, rtol)
+    k = basis.shape[0]
+    if k == 0:
+        raise ValueError("K must have at least one nonzero lag; got all zeros")
+    f = _pointing_functional(coords[nonzero])
+    if f is not None and (not strict or nonzero.all()):
+        scale = coords @ f  # f(K_l) > 0 on nonzero lags
+        z = coords[nonzero] / scale[nonzero, None]  # points on the slice {f . z = 1}
+        centre = z.mean(axis=0)
+        _, _, Vt = np.linalg.svd(f[None, :])  # rows 1.. span the directions orthogonal to f
+        directions = Vt[1:]  # (k - 1, k)
+        u = (z - centre) @ directions.T  # coordinates in the slice
+        radius = 1.1 * max(float(np.max(np.linalg.norm(u, axis=1))), 1e-12)
+        simplex = _regular_simplex(k - 1) * radius  # (k, k - 1), inradius = radius
+        vertices = centre + simplex @ directions  # (k, k) in span coordinates
+        # barycentric coordinates: solve vertices^T beta = z with sum(beta) = 1
+        system = np.vstack([vertices.T, np.ones(k)])
+        beta = np.linalg.lstsq(system, np.vstack([coords.T, scale]), rcond=None)[0]  # (k, n)
+        coefficients = np.where(nonzero, beta, 0.0)
+        values = np.einsum("hk,kpd->hpd", vertices, basis)
+        return FactorizedHeads(np.clip(coefficients, 0.0, None), values)
+    t = np.maximum(0.0, -coords.min(axis=1))
+    if strict:
+        t = t + 0.1 * max(float(np.abs(coords).max()), 1e-300)
+    coefficients = np.vstack([(coords + t[:, None]).T, t[None, :]])
+    values = np.concatenate([basis, -basis.sum(axis=0, keepdims=True)])
+    return FactorizedHeads(coefficients, values)
+
+
+class SoftmaxSinkHeads(_Layer):
+    """Genuine softmax heads over positional scores, each with a zero-value sink slot.
+
+    Head ``h`` attends from position ``i`` to keys ``j <= i`` and to one extra sink
+    slot whose value is zero. Its weights are ``softmax`` of its scores, computed
+    here with the exponential, so they are positive and sum to one over the
+    ``i + 1`` real keys plus the sink. The output is
+    ``y_i = sum_h U_h sum_{j<=i} a^h_ij x_j`` with ``U_h`` the (rescaled) value map.
+
+    Parameters
+    ----------
+    scores : array, shape (H, n_max, n_max + 1)
+        ``scores[h, i, j]`` for keys ``j <= i``; ``scores[h, i, n_max]`` is the sink's
+        score. Entries for ``j > i`` are ignored.
+    values : array, shape (H, p, d)
+    """
+
+    def __init__(self, scores, values):
+        scores = as_array("scores", scores, 3, "(H, n_max, n_max + 1)", copy=True)
+        values = as_array("values", values, 3, "(H, p, d)", copy=True)
+        H, n_max = scores.shape[0], scores.shape[1]
+        check_nonempty("scores", scores, 1, "n_max")
+        check_size("scores", scores, 2, n_max + 1, "n_max + 1 (keys plus the sink)")
+        check_size("values", values, 0, H, "the number of heads H of scores")
+        self.scores, self.values = scores, values
+        self.num_heads, self.n_max = H, n_max
+        self.p, self.d = values.shape[1], values.shape[2]
+
+    def __repr__(self) -> str:
+        return f"SoftmaxSinkHeads(H={self.num_heads}, n_max={self.n_max}, d={self.d}, p={self.p})"
+
+    def weights(self, n: int) -> np.ndarray:
+        """Softmax weights, shape ``(H, n, n + 1)``; the last column is the sink.
+
+        Row ``i`` is positive on keys ``j <= i`` and on the sink, zero elsewhere, and sums to 1.
+        """
+        n = check_positive_int("n", n)
+        if n > self.n_max:
+            raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
+        s = np.concatenate([self.scores[:, :n, :n], self.scores[:, :n, self.n_max:]], axis=2)
+        allowed = np.concatenate([np.tril(np.ones((n, n), dtype=bool)), np.ones((n, 1), dtype=bool)], axis=1)
+        s = np.where(allowed, s, -np.inf)
+        s = s - s.max(axis=2, keepdims=True)
+        e = np.exp(s)
+        return e / e.sum(axis=2, keepdims=True)
+
+    def forward(self, X) -> np.ndarray:
+        """Apply the heads; the sink's value is zero, so it only absorbs attention mass.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        Y : ndarray, shape (n, p)
+        """
+        X = self._input(X)
+        a = self.weights(X.shape[0])[:, :, :-1]  # drop the sink column: its value is 0
+        return np.einsum("hij,hpd,jd->ip", a, self.values, X)
+
+    def interaction(self, X) -> np.ndarray:
+        """The operator ``W[i, j] = sum_h a^h_ij U_h``, shape ``(n, n, p, d)``."""
+        X = self._input(X)
+        a = self.weights(X.shape[0])[:, :, :-1]
+        return np.tensordot(a, self.values, axes=(0, 0))
+
+
+def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
+    """Genuine softmax heads with a sink that reproduce the lags ``K`` exactly (Theorem 12).
+
+    Starts from :func:`nonnegative_heads` with ``strict=True`` (``k`` heads if the cone is
+    pointed and no lag is zero, ``k + 1`` otherwise), then for each head: rescales the
+    value map by ``s_h = 2 max_i sum_{l<i+1} c_h(l)`` so that every row of weights
+    ``c_h(i-j) / s_h`` sums to at most 1/2; gives the sink the remaining mass; and uses
+    the log-weights as scores.
+
+    Parameters
+    ----------
+    K : array, shape (n, p, d)
+    rtol : float, optional
+
+    Returns
+    -------
+    SoftmaxSinkHeads
+        With ``n_max = n``.
+    """
+    K = _lags(K)
+    base = nonnegative_heads(K, rtol, strict=True)
+    c = base.coefficients  # (H, n), all > 0
+    n = c.shape[1]
+    s = 2.0 * np.cumsum(c, axis=1).max(axis=1)  # (H,)
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    w = np.where(lag >= 0, c[:, np.clip(lag, 0, None)], 0.0) / s[:, None, None]  # (H, n, n)
+    sink = 1.0 - w.sum(axis=2)  # >= 1/2
+    with np.errstate(divide="ignore"):
+        scores = np.concatenate([np.log(w), np.log(sink)[:, :, None]], axis=2)
+    scores = np.where(np.isfinite(scores), scores, 0.0)  # entries above the diagonal are ignored
+    return SoftmaxSinkHeads(scores, base.values * s[:, None, None])
