@@ -21,6 +21,21 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+def coalesce_streams(nb) -> None:
+    """Merge consecutive outputs of the same stream (how they are chunked depends on timing)."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        merged = []
+        for out in cell.outputs:
+            if (out.output_type == "stream" and merged and merged[-1].output_type == "stream"
+                    and merged[-1].name == out.name):
+                merged[-1].text += out.text
+            else:
+                merged.append(out)
+        cell.outputs = merged
+
+
 def drop_widget_outputs(nb) -> None:
     """Store no widget views or widget state.
 
@@ -54,6 +69,7 @@ def run(path: Path, cell_budget: float, total_budget: float) -> bool:
     for cell in nb.cells:  # execution metadata holds timestamps; keep the stored notebook stable
         cell.metadata.pop("execution", None)
     drop_widget_outputs(nb)
+    coalesce_streams(nb)
     nbformat.write(nb, path)
     slow = sorted(timings, reverse=True)[:3]
     ok = total <= total_budget and all(t <= cell_budget for t, _ in timings)

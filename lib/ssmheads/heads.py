@@ -312,12 +312,14 @@ def _expected_error(K: np.ndarray, Khat: np.ndarray, w: np.ndarray) -> float:
 
 
 def _shifted(X: np.ndarray) -> np.ndarray:
-    """``S[b, l, i] = X[b, i - l]`` (zero for ``i < l``): shape (B, n, n, d)."""
+    """``S[b * n + i, l * d + c] = X[b, i - l, c]`` (zero for ``i < l``): shape (B n, n d).
+
+    With this layout the heads' output and the gradient are plain matrix products.
+    """
     B, n, d = X.shape
-    S = np.zeros((B, n, n, d))
-    for lag in range(n):
-        S[:, lag, lag:] = X[:, : n - lag]
-    return S
+    padded = np.concatenate([np.zeros((B, n - 1, d)), X], axis=1)  # (B, 2n - 1, d)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, n, axis=1)  # (B, n, d, n): t..t+n-1
+    return windows[..., ::-1].transpose(0, 1, 3, 2).reshape(B * n, n * d)  # lag l = n - 1 - offset
 
 
 def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
@@ -372,11 +374,11 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
     for step in range(steps):
         if step % record_every == 0:
             recorded.append(_expected_error(K, np.einsum("hl,hpd->lpd", c, V), w))
-        S = _shifted(rng.standard_normal((batch, n, d)))  # (B, lag, i, d)
+        S = _shifted(rng.standard_normal((batch, n, d)))  # (B n, n d): rows (b, i), columns (l, c)
         Khat = np.einsum("hl,hpd->lpd", c, V)
-        E = np.einsum("lpd,blid->bip", Khat - K, S)  # yhat - y
+        E = S @ (Khat - K).transpose(0, 2, 1).reshape(n * d, p)  # yhat - y, shape (B n, p)
         losses[step] = float(np.sum(E * E)) / (batch * n)
-        dKhat = (2.0 / (batch * n)) * np.einsum("bip,blid->lpd", E, S)
+        dKhat = (2.0 / (batch * n)) * (S.T @ E).reshape(n, d, p).transpose(0, 2, 1)
         grads = [np.einsum("lpd,hpd->hl", dKhat, V), np.einsum("hl,lpd->hpd", c, dKhat)]
         rate = final_lr + 0.5 * (lr - final_lr) * (1 + np.cos(np.pi * step / steps))
         for x, g, (m1, m2) in zip(params, grads, moments):
