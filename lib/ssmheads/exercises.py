@@ -83,10 +83,11 @@ def _call(answer: Callable, label: str, *args):
 
 def _numeric(got, shape: tuple, what: str) -> np.ndarray:
     """The answer as a finite float array of the expected shape, or a failure saying what was expected."""
-    if np.iscomplexobj(got):
-        raise _Fail(f"{what}: expected a real array of shape {shape}; got a complex array")
     try:
-        got = np.asarray(got, dtype=float)
+        raw = np.asarray(got)
+        if np.iscomplexobj(raw):
+            raise _Fail(f"{what}: expected a real array of shape {shape}; got a complex array")
+        got = raw.astype(float)
     except (TypeError, ValueError):
         raise _Fail(f"{what}: expected a numeric array of shape {shape}; got {type(got).__name__}") from None
     if got.shape != shape:
@@ -331,7 +332,10 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
             except (TypeError, ValueError):
                 raise _Fail(f"{label}: expected a pair (coefficients, values); got {type(out).__name__}") from None
             k = interaction_rank(K)
-            heads = np.shape(V)[0] if np.ndim(V) == 3 else k
+            try:
+                heads = np.shape(V)[0] if np.ndim(V) == 3 else k
+            except (TypeError, ValueError):  # ragged nested lists
+                heads = k
             V = _numeric(V, (heads,) + K.shape[1:], f"{label}: values")
             c = _numeric(c, (heads, K.shape[0]), f"{label}: coefficients")
             if V.shape[0] != k:

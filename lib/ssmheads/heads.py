@@ -162,7 +162,8 @@ def optimal_heads(K, H: int, weights=None):
     K : array, shape (n, p, d)
         Target lag operators.
     H : int
-        Number of heads, ``H >= 0``. Heads beyond ``p*d`` get zero value maps.
+        Number of heads, ``H >= 0``. Heads beyond ``min(p*d, n)`` (the most that can
+        be useful) get zero value maps and zero coefficients.
     weights : array, shape (n,), optional
         Positive weights ``w_l``; default all ones. ``white_noise_weights(n)``
         gives ``w_l = n - l``, the weights of the white-noise error.
@@ -179,8 +180,8 @@ def optimal_heads(K, H: int, weights=None):
     n, p, d = K.shape
     w = _weights(weights, n)
     G = _vec(K) * np.sqrt(w)  # (pd, n)
-    U, s, _ = np.linalg.svd(G, full_matrices=True)
-    used = min(H, p * d)
+    U, s, _ = np.linalg.svd(G, full_matrices=False)  # thin: U is pd x min(pd, n)
+    used = min(H, U.shape[1])
     values = np.zeros((H, p, d))
     values[:used] = _unvec(U[:, :used], p, d)
     coefficients = np.einsum("hpd,lpd->hl", values, K)
@@ -294,10 +295,10 @@ class FitResult:
         The trained heads.
     losses : ndarray, shape (steps,)
         Minibatch loss at each step (mean squared error per position).
-    expected_errors : ndarray, shape (steps // record_every + 1,)
+    expected_errors : ndarray, shape (ceil(steps / record_every) + 1,)
         Exact expected white-noise error per position of the current heads,
-        ``(1/n) sum_l (n - l) ||K_l - Khat_l||_F^2``, recorded every ``record_every``
-        steps and at the end.
+        ``(1/n) sum_l (n - l) ||K_l - Khat_l||_F^2``, recorded before steps
+        ``0, record_every, 2 record_every, ...`` and once more at the end.
     record_every : int
     """
 
@@ -359,7 +360,8 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
     steps, batch = check_positive_int("steps", steps), check_positive_int("batch", batch)
     record_every = check_positive_int("record_every", record_every)
     for name, value in (("lr", lr), ("final_lr", final_lr)):
-        if not (isinstance(value, (int, float, np.floating)) and np.isfinite(value) and value > 0):
+        if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
+                or not np.isfinite(value) or value <= 0):
             raise ValueError(f"{name} must be a positive number; got {value!r}")
     n, p, d = K.shape
     rng = np.random.default_rng(check_seed(seed))
@@ -411,7 +413,10 @@ def _pointing_functional(coords: np.ndarray):
     if coords.shape[0] == 0:
         return np.zeros(coords.shape[1])
     k = coords.shape[1]
-    result = linprog(np.zeros(k), A_ub=-coords, b_ub=-np.ones(coords.shape[0]),
+    # Scale each lag to unit length: positivity does not depend on it, and a tiny
+    # late lag would otherwise force a huge functional and a badly scaled program.
+    unit = coords / np.linalg.norm(coords, axis=1, keepdims=True)
+    result = linprog(np.zeros(k), A_ub=-unit, b_ub=-np.ones(coords.shape[0]),
                      bounds=[(None, None)] * k, method="highs")
     return result.x if result.status == 0 else None
 
@@ -421,7 +426,7 @@ def is_pointed(K, rtol: float | None = None) -> bool:
 
     By Gordan's alternative the cone is pointed exactly when some linear
     functional is positive on every nonzero ``K_l``; this is decided by the linear
-    program ``find f with <f, K_l> >= 1`` for the nonzero lags
+    program ``find f with <f, K_l / ||K_l||_F> >= 1`` for the nonzero lags
     (``scipy.optimize.linprog``, HiGHS).
 
     Parameters
@@ -541,6 +546,8 @@ class SoftmaxSinkHeads(_Layer):
         check_nonempty("scores", scores, 1, "n_max")
         check_size("scores", scores, 2, n_max + 1, "n_max + 1 (keys plus the sink)")
         check_size("values", values, 0, H, "the number of heads H of scores")
+        scores.flags.writeable = False
+        values.flags.writeable = False
         self.scores, self.values = scores, values
         self.num_heads, self.n_max = H, n_max
         self.p, self.d = values.shape[1], values.shape[2]

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Timings of ssmheads.heads (issue: Chapter 3).
+
+Usage: python benchmarks/bench_heads.py
+
+1. optimal_heads for n = 4096, p = d = 8 (lags of systems.random_stable(16, 8, 8, seed=0)),
+   H = 8, white-noise weights: best of several runs after a warm-up; for comparison,
+   the thin and the full SVD of the same 64 x 4096 matrix.
+2. Time to get within 1% of the optimal per-position white-noise error on
+   systems.diagonal with 4 distinct eigenvalues, n = 16, H = 2: optimal_heads gets
+   there in one call (timed); fit_heads (default settings, record_every = 10) is
+   timed once, the first recorded step whose expected error is within 1% of the
+   optimum is found, and converted to time as total_time * step / steps (every
+   step costs the same). Prints both times and their ratio.
+
+One line per measurement. Exits non-zero if fit_heads never gets within 1%.
+"""
+import sys
+import time
+
+import numpy as np
+
+from ssmheads import fit_heads, head_count_curve, optimal_heads, systems
+from ssmheads.heads import white_noise_weights
+
+
+def best_time(f, repeats=7):
+    f()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    ssm = systems.random_stable(16, 8, 8, seed=0)
+    n = 4096
+    K = ssm.lag_operators(n)
+    w = white_noise_weights(n)
+    t_big = best_time(lambda: optimal_heads(K, 8, w))
+    residual = optimal_heads(K, 8, w)[2]
+    print(f"optimal_heads, n=4096, p=d=8, H=8, weights n-l: {t_big * 1e3:.1f} ms; "
+          f"error per position {residual / n:.3e}")
+    G = K.transpose(0, 2, 1).reshape(n, 64).T * np.sqrt(w)  # the 64 x 4096 matrix G_w
+    t_thin = best_time(lambda: np.linalg.svd(G, full_matrices=False))
+    t_full = best_time(lambda: np.linalg.svd(G, full_matrices=True), repeats=3)
+    print(f"  for comparison, SVD of the 64 x 4096 matrix G_w: thin {t_thin * 1e3:.1f} ms, "
+          f"full_matrices=True {t_full * 1e3:.1f} ms")
+
+    ssm = systems.diagonal([0.9, 0.6, -0.4, 0.2])
+    n, H = 16, 2
+    K = ssm.lag_operators(n)
+    w = white_noise_weights(n)
+    optimum = head_count_curve(K, H, w)[H] / n
+    t_opt = best_time(lambda: optimal_heads(K, H, w))
+    _, _, residual = optimal_heads(K, H, w)
+    assert abs(residual / n - optimum) <= 1e-12 * optimum
+    print(f"optimal_heads, diagonal k=4, n=16, H=2: at the optimum {optimum:.4e} in one call, {t_opt * 1e6:.0f} us")
+
+    start = time.perf_counter()
+    result = fit_heads(K, H, record_every=10)
+    t_fit = time.perf_counter() - start
+    steps = result.losses.size
+    record_steps = np.minimum(np.arange(result.expected_errors.size) * result.record_every, steps)
+    within = np.nonzero(result.expected_errors <= 1.01 * optimum)[0]
+    if within.size == 0:
+        print(f"fit_heads, diagonal k=4, n=16, H=2: never within 1% of the optimum in {steps} steps "
+              f"({t_fit:.2f} s); final error {result.expected_errors[-1]:.4e} vs {optimum:.4e}")
+        return 1
+    step = int(record_steps[within[0]])
+    t_reach = t_fit * step / steps
+    print(f"fit_heads, diagonal k=4, n=16, H=2: within 1% at step {step} of {steps}, "
+          f"{t_reach:.3f} s (whole run {t_fit:.2f} s); final error {result.expected_errors[-1]:.4e}")
+    print(f"time to within 1% of the optimum: fit_heads / optimal_heads = {t_reach / t_opt:.0f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
