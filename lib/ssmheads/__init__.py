@@ -6,12 +6,20 @@ checks the book's theorems numerically. Arrays follow one convention: a sequence
 is ``(n, d)``, an interaction operator ``(n, n, p, d)``, lag operators ``(n, p, d)``.
 
 Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
-:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.heads` (Chapter 3), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
+:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.heads` (Chapter 3), :mod:`~ssmheads.gradients` (Chapter 4), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
 :mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
 """
 
-from . import exercises, heads, numerics, operator, plotting, span, systems, widgets
+from . import exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
 from .numerics import close, relative_gap
+from .gradients import (
+    decay_bound,
+    finite_difference_jacobian,
+    gradient_profile,
+    highway_input,
+    jacobian,
+    jacobian_row,
+)
 from .heads import (
     FactorizedHeads,
     exact_heads,
@@ -77,6 +85,13 @@ __all__ = [
     "nonnegative_heads",
     "softmax_heads",
     "heads",
+    "jacobian",
+    "jacobian_row",
+    "finite_difference_jacobian",
+    "gradient_profile",
+    "highway_input",
+    "decay_bound",
+    "gradients",
     "close",
     "relative_gap",
     "numerics",
