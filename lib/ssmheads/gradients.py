@@ -344,11 +344,13 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
     """
     A, B, C, _ = _check_system(A, B, C)
     lags = np.asarray(lags)
+    if lags.size == 0:
+        lags = lags.astype(int)
     if lags.ndim != 1 or not np.issubdtype(lags.dtype, np.integer) or np.any(lags < 0):
         raise ValueError(f"lags must be a 1-D array of nonnegative integers; got {lags!r}")
     eig, S = np.linalg.eig(A)
     rho = float(np.max(np.abs(eig)))
-    if rho >= 1:
+    if rho >= 1 - 1e-12:  # a rotation's computed spectral radius can be 1 - 1e-16
         raise ValueError(f"A must be stable (spectral radius < 1); got {rho:.6g}")
     if rho_bar is None:
         rho_bar = (rho + 1) / 2
@@ -489,7 +491,7 @@ def train_lag_task(model: str, L: int, n: int, steps: int = 300, lr: float = 0.0
     LagTaskResult
     """
     steps = check_positive_int("steps", steps)
-    if not (isinstance(lr, (int, float, np.floating)) and not isinstance(lr, bool) and 0 < lr):
+    if not (isinstance(lr, (int, float, np.floating)) and not isinstance(lr, bool) and np.isfinite(lr) and 0 < lr):
         raise ValueError(f"lr must be a positive number; got {lr!r}")
     signal = lag_task_signal(model, L, n, rho, seed)
     M, powers, params = _lag_task_setup(model, L, n, rho, seed)

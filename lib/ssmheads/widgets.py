@@ -289,7 +289,7 @@ def head_explorer():
 def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed: int = 4):
     """Gradient norms ``||d y_n / d x_j||`` against the distance ``n - j``, on a log scale.
 
-    Four curves: one softmax head on Theorem 9's input with weight ``a`` on a single key,
+    Five curves: one softmax head on Theorem 9's input with weight ``a`` on a single key,
     rebuilt with the key at each distance (flat); the SSM ``A = rho R(0.3)``, ``B = C = I_2``
     (a line of slope ``log rho``) with its Proposition 10 bound; the same SSM with
     ``rho = 1`` (a rotation, no decay); and the head on a random input of unit-size tokens
