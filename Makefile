@@ -14,16 +14,18 @@ NBVAL := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/n
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: book test test-lib test-notebooks test-build env serve clean outputs
+.PHONY: book test test-lib test-notebooks test-build test-site site-check env serve clean outputs
 
 book: $(STAMP)
 	$(BUILD)
 	@echo "The book is at $(abspath _build/html/index.html)"
 
-# Runs all three parts even when one fails, then fails if any did.
+# Runs every part even when one fails, then fails if any did. The browser check
+# runs when Chromium is installed and says plainly that it skipped when not.
+TEST_PARTS ?= test-lib test-notebooks test-build test-site
 test: $(STAMP)
 	@failed=0; passed=0; \
-	for part in test-lib test-notebooks test-build; do \
+	for part in $(TEST_PARTS); do \
 	  if $(MAKE) --no-print-directory $$part; then passed=$$((passed+1)); \
 	  else failed=$$((failed+1)); echo "make test: $$part FAILED"; fi; \
 	done; \
@@ -39,12 +41,21 @@ test-notebooks: $(STAMP)
 test-build: $(STAMP)
 	$(BUILD)
 
+# The built site in headless Chromium: math rendered, no errors, no outside requests,
+# no broken links or images; screenshots in _build/site-check/.
+site-check: $(STAMP)
+	@test -f _build/html/index.html || $(BUILD)
+	$(BIN)/python tools/site_check.py
+
+test-site: $(STAMP)
+	$(BIN)/python tools/site_check.py --allow-missing-browser
+
 env: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-test.txt
 	touch $(STAMP)
 
 serve: book

@@ -60,3 +60,37 @@ def test_solutions_are_gated_and_balanced(path):
     assert starts == ends, (starts, ends)
     exercises, solutions = text.count("{exercise}"), starts + text.count("{solution}")
     assert exercises >= 6 and solutions == exercises, (exercises, solutions)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_explorer_is_preceded_by_its_static_figure_and_a_live_note(path):
+    """On the static site a widget cannot run: the figure before it and a note carry the page."""
+    cells = _notebook(path)["cells"]
+    idx = [i for i, c in enumerate(cells)
+           if c["cell_type"] == "code" and "_explorer()" in "".join(c["source"])
+           and "figure" not in "".join(c["source"])]
+    assert len(idx) == 1
+    note, figure = "".join(cells[idx[0] - 1]["source"]), cells[idx[0] - 2]
+    assert "needs a live kernel" in note and "launch button" in note
+    assert "_explorer_figure(" in "".join(figure["source"])
+    assert any("image/png" in out.get("data", {}) for out in figure["outputs"])
+
+
+def test_api_page_documents_every_public_module():
+    """Every module of ssmheads has __all__ and an automodule entry in book/api.md."""
+    import importlib
+    import pkgutil
+
+    import ssmheads
+
+    api = (ROOT / "book" / "api.md").read_text()
+    modules = [m.name for m in pkgutil.iter_modules(ssmheads.__path__) if not m.name.startswith("_")]
+    assert len(modules) >= 9
+    for name in modules:
+        module = importlib.import_module(f"ssmheads.{name}")
+        assert hasattr(module, "__all__"), name
+        assert f".. automodule:: ssmheads.{name}\n   :members:" in api, name
+    for name in ssmheads.__all__:  # every top-level name is defined in a documented module
+        obj = getattr(ssmheads, name)
+        home = getattr(obj, "__module__", getattr(obj, "__name__", ""))
+        assert home.split(".")[-1] in modules, (name, home)

@@ -215,6 +215,7 @@ def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0
     return LinearSSM(A, B, C)
 
 
+#: Names of the six layers of Chapter 1's gallery, in the order of :func:`gallery`.
 GALLERY_NAMES = (
     "position-wise linear",
     "causal convolution",

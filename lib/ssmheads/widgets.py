@@ -84,6 +84,7 @@ def operator_explorer():
 
 # ---------------------------------------------------------------- Chapter 2
 
+#: The system families of the Chapter 2 and 3 explorers (see :func:`family_system`).
 FAMILIES = ("rotation", "diagonal", "Jordan", "plateau", "random with lag rank k")
 
 
