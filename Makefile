@@ -14,7 +14,7 @@ NBVAL := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/n
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: book test test-lib test-notebooks test-build test-site site-check env serve clean outputs
+.PHONY: book test test-lib test-notebooks test-build test-site site-check assignments env serve clean outputs
 
 book: $(STAMP)
 	$(BUILD)
@@ -46,6 +46,12 @@ test-build: $(STAMP)
 site-check: $(STAMP)
 	@test -f _build/html/index.html || $(BUILD)
 	$(BIN)/python tools/site_check.py
+
+# Student notebooks (solutions removed, stubs in code cells, outputs cleared) in
+# _build/assignments/, and a solutions-hidden site built from the stored outputs.
+ASSIGNMENTS ?= _build/assignments
+assignments: $(STAMP)
+	$(BIN)/python tools/make_assignments.py --out $(ASSIGNMENTS)
 
 test-site: $(STAMP)
 	$(BIN)/python tools/site_check.py --allow-missing-browser

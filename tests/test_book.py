@@ -94,3 +94,11 @@ def test_api_page_documents_every_public_module():
         obj = getattr(ssmheads, name)
         home = getattr(obj, "__module__", getattr(obj, "__name__", ""))
         assert home.split(".")[-1] in modules, (name, home)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_markdown_fence_is_closed(path):
+    """MyST would close an open fence at the end of the cell; the source should not rely on it."""
+    for cell in _notebook(path)["cells"]:
+        if cell["cell_type"] == "markdown":
+            assert "".join(cell["source"]).count("```") % 2 == 0, "".join(cell["source"])[:80]

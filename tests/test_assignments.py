@@ -1,0 +1,233 @@
+"""The student versions of the chapters made by tools/make_assignments.py.
+
+The notebooks are made once per session into a temporary folder (the site is not
+built here). The tests read the chapters independently of the script to find
+what must be gone (the solutions) and what must be there (the stubs), then run
+each student notebook top to bottom with its stubs untouched.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import make_assignments  # noqa: E402  (tools/ is not a package)
+
+FENCE = r"(?:`{3,}|:{3,})"
+SOLUTION_BLOCK = re.compile(rf"^ {{0,3}}({FENCE})\{{solution\}}.*?(?:^ {{0,3}}\1\s*$|\Z)", re.M | re.S)
+EXERCISE_BLOCK = re.compile(rf"^ {{0,3}}({FENCE})\{{exercise\}}(?P<title>.*?)$(?P<body>.*?)(?:^ {{0,3}}\1\s*$|\Z)",
+                            re.M | re.S)
+GATED_START = re.compile(rf"\A\s*({FENCE})\{{solution-start\}}.*?^ {{0,3}}\1\s*$", re.M | re.S)
+CHECK_CALL = re.compile(r"^(check_\w+\(\w+\))\s*$", re.M)
+MIN_LENGTH = 25  # a line or sentence longer than this is distinctive enough to grep for
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cells(path: Path):
+    return nbformat.read(path, as_version=4).cells
+
+
+def _starts(cell, name: str) -> bool:
+    return cell.cell_type == "markdown" and re.match(rf"\s*{FENCE}\{{{name}\}}", cell.source) is not None
+
+
+def solutions_and_rest(path: Path) -> tuple[list[str], str]:
+    """The text of each solution of a chapter, and the chapter's text outside its solutions."""
+    solutions, rest, gated = [], [], None
+    for cell in _cells(path):
+        if gated is not None:
+            if cell.cell_type == "markdown" and "{solution-end}" in cell.source:
+                solutions.append("\n".join(gated))
+                gated = None
+            else:
+                gated.append(cell.source)
+        elif _starts(cell, "solution-start"):
+            gated = [GATED_START.sub("", cell.source, count=1)]  # the text after the directive
+        else:
+            solutions += [m.group(0) for m in SOLUTION_BLOCK.finditer(cell.source)]
+            rest.append(SOLUTION_BLOCK.sub("", cell.source))
+    assert gated is None, f"{path.name}: unclosed gated solution"
+    return solutions, _words("\n".join(rest))
+
+
+def distinctive(solution: str, rest: str) -> list[str]:
+    """Long code lines and sentences of a solution that appear nowhere else in the chapter."""
+    candidates = [line.strip() for line in solution.split("\n")]
+    candidates += re.split(r"(?<=[.?!:])\s+", _words(solution))
+    found = {c for c in candidates if len(c) > MIN_LENGTH and not c.startswith((":class:", "```"))}
+    return sorted(c for c in map(_words, found) if c not in rest)
+
+
+def checked_stubs(path: Path) -> list[tuple[str, str, str]]:
+    """``(label, stub, check call)`` for every exercise titled "(checked)", read from the chapter."""
+    found = []
+    for cell in _cells(path):
+        if cell.cell_type != "markdown":
+            continue
+        for m in EXERCISE_BLOCK.finditer(cell.source):
+            if "(checked)" not in m.group("title"):
+                continue
+            body = m.group("body")
+            label = re.search(r"^:label:\s*(\S+)", body, re.M).group(1)
+            indented = [ln for ln in body.split("\n") if ln.startswith("    ") or not ln.strip()]
+            stub = textwrap.dedent("\n".join(indented)).strip("\n")
+            stub = re.sub(r"\n{3,}", "\n\n", stub)
+            call = CHECK_CALL.search(stub)
+            assert call, f"{path.name}: checked exercise {label} has no check call in its stub"
+            found.append((label, stub, call.group(1)))
+    return found
+
+
+@pytest.fixture(scope="session")
+def student_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("assignments")
+    make_assignments.make_student_notebooks(ROOT / "chapters", out, verbose=False)
+    return out
+
+
+def student(student_dir: Path, chapter: Path):
+    return nbformat.read(student_dir / chapter.name, as_version=4)
+
+
+def full_text(nb) -> str:
+    parts = []
+    for cell in nb.cells:
+        parts.append(cell.source)
+        for out in cell.get("outputs", []):
+            parts.append(out.get("text", ""))
+            parts += [str(v) for v in out.get("data", {}).values()]
+    return _words("\n".join(parts))
+
+
+by_name = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+
+
+def test_one_student_notebook_per_chapter(student_dir):
+    assert CHAPTERS
+    assert sorted(p.name for p in student_dir.glob("*.ipynb")) == [p.name for p in CHAPTERS]
+
+
+@by_name
+def test_no_solution_text_is_left(student_dir, chapter):
+    solutions, rest = solutions_and_rest(chapter)
+    assert len(solutions) >= 6, f"{chapter.name}: found only {len(solutions)} solutions"
+    text = full_text(student(student_dir, chapter))
+    for solution in solutions:
+        lines = distinctive(solution, rest)
+        assert lines, f"{chapter.name}: no distinctive line to look for in solution\n{solution}"
+        leaked = [line for line in lines if line in text]
+        assert not leaked, f"{chapter.name}: solution text in the student version: {leaked}"
+    assert "{solution" not in text
+
+
+@by_name
+def test_each_checked_exercise_has_a_code_cell_with_its_stub(student_dir, chapter):
+    stubs = checked_stubs(chapter)
+    assert len(stubs) >= 2
+    cells = student(student_dir, chapter).cells
+    for label, stub, call in stubs:
+        where = next(i for i, c in enumerate(cells)
+                     if c.cell_type == "markdown" and re.search(rf"^:label:\s*{label}\s*$", c.source, re.M))
+        after = cells[where + 1]
+        assert after.cell_type == "code", f"{label}: no code cell after the exercise"
+        assert after.source.strip() == stub and call in after.source, f"{label}: stub cell is\n{after.source}"
+        assert call not in cells[where].source, f"{label}: the stub is still in the markdown"
+        assert "(checked)" in cells[where].source, f"{label}: the prompt lost its title"
+
+
+@by_name
+def test_student_notebook_keeps_the_rest(student_dir, chapter):
+    original, nb = _cells(chapter), student(student_dir, chapter).cells
+    assert nb[0].source == original[0].source and "remove-cell" in nb[0].metadata["tags"]
+    labels = lambda cells: [c.metadata["exercise"]["label"] for c in cells if "exercise" in c.metadata]  # noqa: E731
+    assert labels(nb) == labels(original)
+    kept = [c.source for c in original if c.cell_type == "code"]
+    solution_code = "\n".join(solutions_and_rest(chapter)[0])
+    kept = [s for s in kept if s not in solution_code]
+    student_code = [c.source for c in nb if c.cell_type == "code"]
+    assert [s for s in student_code if s in kept] == kept, "a verification cell was dropped or reordered"
+
+
+@by_name
+def test_student_notebook_has_no_outputs(student_dir, chapter):
+    nb = student(student_dir, chapter)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:80]
+    assert "widgets" not in nb.metadata
+
+
+@by_name
+def test_student_notebook_runs_and_checks_say_not_attempted(student_dir, chapter, tmp_path):
+    nb = student(student_dir, chapter)
+    calls = [call for _, _, call in checked_stubs(chapter)]
+    NotebookClient(nb, kernel_name="python3", timeout=120,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on any error
+    for call in calls:
+        cell = next(c for c in nb.cells if c.cell_type == "code" and call in c.source)
+        printed = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+        assert "NOT ATTEMPTED YET" in printed, f"{call} printed {printed!r}"
+
+
+# --------------------------------------------------------------------------- the script's parsing
+
+
+def test_solution_blocks_are_removed_with_nested_fences_and_unclosed_ones():
+    source = textwrap.dedent("""\
+        Intro.
+
+        ````{solution} ex-a
+        :class: dropdown
+
+        ```python
+        secret = 1
+        ```
+        ````
+
+        Between.
+
+        ```{solution} ex-b
+        runs to the end of the cell""")
+    text, removed = make_assignments.remove_solution_directives(source)
+    assert removed == 2 and text == "Intro.\n\nBetween."
+
+
+def test_stub_is_split_from_the_prompt():
+    source = textwrap.dedent("""\
+        ```{exercise} Do it (checked)
+        :label: ex-x
+
+        Write `f`.
+
+            def f():
+                ...
+
+            check_f(f)
+        ```""")
+    text, stubs = make_assignments.split_exercise_stubs(source)
+    assert text == "```{exercise} Do it (checked)\n:label: ex-x\n\nWrite `f`.\n```"
+    assert stubs == [("ex-x", "def f():\n    ...\n\ncheck_f(f)")]
+
+
+def test_unbalanced_gated_solution_is_an_error():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("```{exercise} E\n:label: ex-e\n\nDo.\n```"),
+        nbformat.v4.new_markdown_cell("```{solution-start} ex-e\n:class: dropdown\n```\nAnswer."),
+        nbformat.v4.new_code_cell("answer = 42"),
+    ])
+    with pytest.raises(make_assignments.LayoutError, match="no {solution-end}"):
+        make_assignments.student_notebook(nb)

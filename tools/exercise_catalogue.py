@@ -1,0 +1,202 @@
+"""The catalogue of the book's exercises, read from the chapter notebooks.
+
+Every exercise is a markdown cell holding a ``{exercise}`` directive, and the
+cell's metadata describes it::
+
+    "exercise": {"label": "ex-ema", "topic": "...", "difficulty": 1}
+
+An exercise is *checked* when its directive holds the stub a student fills in,
+ending in a call to a ``check_...`` function of ``ssmheads.exercises``; its title
+then ends in "(checked)". This module reads all of that, refuses inconsistent
+metadata with :class:`CatalogueError`, and renders the tables of the guide for
+instructors (``book/instructors.md``) as MyST Markdown.
+
+Standard library only, so the guide's cell can import it from any kernel.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{exercise\}(?P<title>.*)$")
+_CHECK_CALL = re.compile(r"^\s*check_\w+\(.*\)\s*$", re.M)
+_CHECKED_MARK = "(checked)"
+STAR, NO_STAR = "★", "☆"
+
+
+class CatalogueError(ValueError):
+    """An exercise cell whose metadata is missing or disagrees with its directive."""
+
+
+@dataclass(frozen=True)
+class Exercise:
+    chapter: int        # the chapter's number (from its file name, 01_... -> 1)
+    chapter_title: str  # the notebook's first heading
+    docname: str        # e.g. "chapters/01_unified_operator"
+    title: str          # the directive's title, without "(checked)"
+    label: str
+    topic: str
+    difficulty: int     # 1, 2 or 3
+    checked: bool       # has a stub that calls a check of ssmheads.exercises
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _closes(line: str, fence: str) -> bool:
+    s = line.strip()
+    return len(s) >= len(fence) and set(s) == {fence[0]}
+
+
+def _directives(text: str) -> list[tuple[str, str]]:
+    """``(title, body)`` of each top-level ``{exercise}`` directive in a markdown cell.
+
+    A fence left open runs to the end of the cell, as in CommonMark.
+    """
+    lines, found, i = text.split("\n"), [], 0
+    while i < len(lines):
+        m = _OPEN.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and not _closes(lines[j], m.group("fence")):
+            j += 1
+        found.append((m.group("title").strip(), "\n".join(lines[i + 1:j])))
+        i = j + 1
+    return found
+
+
+def _directive_label(body: str) -> str | None:
+    m = re.search(r"^:label:\s*(\S+)\s*$", body, re.M)
+    return m.group(1) if m else None
+
+
+def read_chapter(path: Path) -> list[Exercise]:
+    """The exercises of one chapter notebook, in order."""
+    path = Path(path)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    m = re.match(r"(\d+)_", path.name)
+    if not m:
+        raise CatalogueError(f"{path.name}: a chapter's file name starts with its number, e.g. 01_...")
+    chapter = int(m.group(1))
+    markdown = [(i, _source(c), c.get("metadata", {})) for i, c in enumerate(nb["cells"])
+                if c["cell_type"] == "markdown"]
+    heading = next((ln[2:].strip() for _, text, _ in markdown for ln in text.split("\n")
+                    if ln.startswith("# ")), path.stem)
+    exercises = []
+    for index, text, metadata in markdown:
+        where = f"{path.name}, cell {index}"
+        directives = _directives(text)
+        meta = metadata.get("exercise")
+        if not directives:
+            if meta is not None:
+                raise CatalogueError(f"{where}: has exercise metadata but no {{exercise}} directive")
+            continue
+        if len(directives) > 1:
+            raise CatalogueError(f"{where}: {len(directives)} exercises in one cell; "
+                                 "give each its own cell so its metadata describes it")
+        title, body = directives[0]
+        label = _directive_label(body)
+        if not isinstance(meta, dict):
+            raise CatalogueError(f"{where}: exercise {label or title!r} has no 'exercise' metadata "
+                                 '(expected {"label": ..., "topic": ..., "difficulty": 1, 2 or 3})')
+        missing = [key for key in ("label", "topic", "difficulty") if key not in meta]
+        if missing:
+            raise CatalogueError(f"{where}: exercise metadata lacks {', '.join(missing)}")
+        if meta["label"] != label:
+            raise CatalogueError(f"{where}: metadata label {meta['label']!r} but the directive's "
+                                 f":label: is {label!r}")
+        if meta["difficulty"] not in (1, 2, 3) or isinstance(meta["difficulty"], bool):
+            raise CatalogueError(f"{where}: difficulty of {label} is {meta['difficulty']!r}; "
+                                 "expected 1, 2 or 3")
+        if not str(meta["topic"]).strip():
+            raise CatalogueError(f"{where}: the topic of {label} is empty")
+        checked = bool(_CHECK_CALL.search(body))
+        marked = title.endswith(_CHECKED_MARK)
+        if checked != marked:
+            raise CatalogueError(
+                f"{where}: {label} " + ("calls a check but its title does not end in (checked)" if checked
+                                        else "is titled (checked) but its stub calls no check_... function"))
+        exercises.append(Exercise(
+            chapter=chapter, chapter_title=heading, docname=f"chapters/{path.stem}",
+            title=title.removesuffix(_CHECKED_MARK).strip(), label=label, topic=str(meta["topic"]).strip(),
+            difficulty=int(meta["difficulty"]), checked=checked))
+    return exercises
+
+
+def read_exercises(chapters: Path = ROOT / "chapters") -> list[Exercise]:
+    """The exercises of every chapter notebook in ``chapters``, in chapter order."""
+    paths = sorted(Path(chapters).glob("*.ipynb"))
+    if not paths:
+        raise CatalogueError(f"no chapter notebooks in {chapters}")
+    exercises = [e for path in paths for e in read_chapter(path)]
+    labels = [e.label for e in exercises]
+    duplicates = sorted({x for x in labels if labels.count(x) > 1})
+    if duplicates:
+        raise CatalogueError(f"exercise labels used twice: {', '.join(duplicates)}")
+    return exercises
+
+
+def stars(difficulty: int) -> str:
+    """``1 -> "★☆☆"``, ``2 -> "★★☆"``, ``3 -> "★★★"``."""
+    if difficulty not in (1, 2, 3):
+        raise ValueError(f"difficulty must be 1, 2 or 3; got {difficulty!r}")
+    return STAR * difficulty + NO_STAR * (3 - difficulty)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _ref(label: str) -> str:
+    return f"{{ref}}`{label} <{label}>`"
+
+
+def _chapter_link(e: Exercise) -> str:
+    return f"{{doc}}`{e.chapter} </{e.docname}>`"
+
+
+def markdown_table(exercises: list[Exercise]) -> str:
+    """One row per exercise: chapter, title, label, topic, difficulty in stars, auto-checked."""
+    rows = ["| Chapter | Exercise | Label | Topic | Difficulty | Auto-checked |",
+            "| :---: | --- | --- | --- | :---: | :---: |"]
+    for e in exercises:
+        rows.append(f"| {_chapter_link(e)} | {_cell(e.title)} | {_ref(e.label)} | {_cell(e.topic)} | "
+                    f"{stars(e.difficulty)} | {'yes' if e.checked else 'no'} |")
+    return "\n".join(rows)
+
+
+def chapter_counts(exercises: list[Exercise]) -> dict[int, tuple[int, int]]:
+    """``{chapter: (exercises, checked exercises)}``."""
+    counts: dict[int, tuple[int, int]] = {}
+    for e in exercises:
+        n, c = counts.get(e.chapter, (0, 0))
+        counts[e.chapter] = (n + 1, c + e.checked)
+    return counts
+
+
+def problem_sets(exercises: list[Exercise]) -> str:
+    """A suggested weekly problem set per chapter, as a Markdown table built from the metadata.
+
+    Week *w* takes chapter *w*: a warm-up of the difficulty-1 exercises, the core
+    of the difficulty-2 ones, and the difficulty-3 ones as optional challenges.
+    Checked exercises are marked ✓, so each set mixes code the students can check
+    themselves with pen-and-paper questions that need a reader.
+    """
+    rows = ["| Week | Chapter | Warm-up (★☆☆) | Core (★★☆) | Challenge, optional (★★★) | checked / pen and paper |",
+            "| :---: | --- | --- | --- | --- | :---: |"]
+    for week, chapter in enumerate(sorted({e.chapter for e in exercises}), start=1):
+        mine = [e for e in exercises if e.chapter == chapter]
+        by_level = [", ".join(_ref(e.label) + (" ✓" if e.checked else "") for e in mine if e.difficulty == d)
+                    or "—" for d in (1, 2, 3)]
+        checked = sum(e.checked for e in mine)
+        first = mine[0]
+        rows.append(f"| {week} | {{doc}}`{_cell(first.chapter_title)} </{first.docname}>` | "
+                    + " | ".join(by_level) + f" | {checked} / {len(mine) - checked} |")
+    return "\n".join(rows)

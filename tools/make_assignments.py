@@ -1,0 +1,401 @@
+#!/usr/bin/env python3
+"""Make the student versions of the chapters, and a copy of the site without solutions.
+
+Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: _build/assignments)
+
+1. Student notebooks, DIR/<chapter>.ipynb, one per notebook in chapters/:
+
+   * every gated solution is removed, from the ``{solution-start}`` cell through
+     the ``{solution-end}`` cell inclusive;
+   * every ``{solution}`` directive block is removed from the markdown cells;
+   * the stub of each exercise (the indented Python block inside the
+     ``{exercise}`` directive, ending in a ``check_...(...)`` call) is moved out of
+     the markdown into a new code cell right after the exercise cell, where the
+     student fills it in; the markdown keeps the prompt;
+   * all outputs and execution counts are cleared; everything else (the chapter
+     text, the verification cells, the set-up cell that installs ``ssmheads`` in
+     Colab or Binder) is kept.
+
+2. The site without solutions, built from the stored outputs (no notebook is
+   executed). ``hide_solutions`` of sphinx-exercise cannot do this on its own: it
+   only drops the ``{solution-start}`` directive, so the gated cells after it
+   would still be shown, and the build of sphinx-exercise 1.2 crashes on the
+   orphaned ``{solution-end}`` ("departing unknown node type: solution_end_node";
+   executablebooks/sphinx-exercise#89). So the book is staged in a temporary
+   folder with the solutions stripped from the chapters (outputs kept) and without the
+   guide for instructors (its table is computed by a cell, and nothing is executed
+   here), and built with a configuration derived from _config.yml
+   (DIR/student_config.yml: ``hide_solutions: true``, ``execute_notebooks: "off"``,
+   and no launch buttons, which would open the repository's notebooks with their
+   solutions) into DIR/site; jupyter-book puts the pages in DIR/site/_build/html.
+
+The notebook part is importable (``make_student_notebooks``) and needs only
+nbformat; the site part (``build_student_site``) also needs PyYAML and
+jupyter-book.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "_build" / "assignments"
+
+# An opening directive fence: ```{name} argument   or   :::{name} argument
+_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w-]*)\}(?P<arg>.*)$")
+_CLOSING = re.compile(r"^ {0,3}(`{3,}|:{3,})\s*$")
+_CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
+# The guide for instructors is not part of the students' site.
+INSTRUCTOR_PAGES = {"book/instructors"}
+# Never copied into the staged site source.
+_NOT_STAGED = {".git", ".venv", "_build", ".pytest_cache", "__pycache__", ".ipynb_checkpoints",
+               ".mypy_cache", ".ruff_cache"}
+
+
+class LayoutError(ValueError):
+    """A notebook's exercises or solutions are laid out in a way this script does not handle."""
+
+
+@dataclass
+class Stats:
+    exercises: int = 0
+    stubs: int = 0
+    solutions_removed: int = 0
+
+    def line(self, name: str) -> str:
+        return (f"{name}: {self.exercises} exercises, {self.stubs} stubs moved to code cells, "
+                f"{self.solutions_removed} solutions removed")
+
+
+# --------------------------------------------------------------------------- markdown blocks
+
+def _closes(line: str, fence: str) -> bool:
+    """Whether ``line`` is a closing fence for an opening ``fence`` (same character, at least as long)."""
+    s = line.strip()
+    return len(s) >= len(fence) and set(s) == {fence[0]}
+
+
+def directive_blocks(lines: list[str], name: str | None = None) -> list[tuple[int, int, str, str]]:
+    """Top-level directive blocks in markdown ``lines`` as ``(first, last, name, argument)``.
+
+    ``first`` is the opening fence line and ``last`` the closing one (inclusive);
+    for a fence left open, ``last`` is ``len(lines)``.
+    Only directives at the top level of the cell are returned (nested ones are
+    inside their parent's block); ``name`` filters by directive name.
+    """
+    blocks, i = [], 0
+    while i < len(lines):
+        m = _OPEN.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence = m.group("fence")
+        j = i + 1
+        while j < len(lines) and not _closes(lines[j], fence):
+            j += 1
+        # An unclosed fence runs to the end of the cell (CommonMark, and how MyST reads it):
+        # then ``last == len(lines)``, one past the final line.
+        if name is None or m.group("name") == name:
+            blocks.append((i, j, m.group("name"), m.group("arg").strip()))
+        i = j + 1
+    return blocks
+
+
+def _tidy(lines: list[str]) -> str:
+    """Join lines, with runs of blank lines collapsed to one and no blank lines at either end."""
+    text = "\n".join(lines)
+    text = re.sub(r"\n[ \t]*(\n[ \t]*)+\n", "\n\n", text)
+    return text.strip("\n")
+
+
+def remove_solution_directives(source: str) -> tuple[str, int]:
+    """``source`` without its ``{solution}`` blocks, and how many were removed."""
+    lines = source.split("\n")
+    blocks = directive_blocks(lines, "solution")
+    for first, last, _, _ in reversed(blocks):
+        del lines[first:last + 1]
+    return (_tidy(lines) if blocks else source), len(blocks)
+
+
+def _stub_in(body: list[str]) -> tuple[int, int] | None:
+    """The first indented code block of an exercise body that is valid Python, as ``(first, last)``."""
+    k = 0
+    while k < len(body):
+        line = body[k]
+        indented = line.startswith("    ") or line.startswith("\t")
+        if indented and line.strip() and (k == 0 or not body[k - 1].strip()):
+            end = k
+            while end + 1 < len(body) and (not body[end + 1].strip() or body[end + 1][:4] == "    "
+                                           or body[end + 1].startswith("\t")):
+                end += 1
+            while not body[end].strip():
+                end -= 1
+            code = textwrap.dedent("\n".join(body[k:end + 1]).expandtabs(4))
+            try:
+                ast.parse(code)
+            except SyntaxError:
+                k = end + 1
+                continue
+            return k, end
+        k += 1
+    return None
+
+
+def split_exercise_stubs(source: str) -> tuple[str, list[tuple[str, str]]]:
+    """Move the stub code blocks out of the ``{exercise}`` directives of a markdown cell.
+
+    Returns the markdown without the stubs and a list of ``(label, code)``, one
+    per exercise that has a stub, in order; ``code`` is dedented.
+    """
+    lines = source.split("\n")
+    found = []
+    for first, last, _, _ in directive_blocks(lines, "exercise"):
+        body = lines[first + 1:last]
+        label = next((b.split(":", 2)[2].strip() for b in body if b.startswith(":label:")), "")
+        span = _stub_in(body)
+        if span is None:
+            continue
+        a, b = first + 1 + span[0], first + 1 + span[1]
+        found.append((a, b, label, textwrap.dedent("\n".join(lines[a:b + 1]).expandtabs(4))))
+    if not found:
+        return source, []
+    for a, b, _, _ in reversed(found):
+        del lines[a:b + 1]
+        if a < len(lines) and _CLOSING.match(lines[a]) and not lines[a - 1].strip():
+            del lines[a - 1]  # no blank line left before the closing fence
+    return _tidy(lines), [(label, code) for _, _, label, code in found]
+
+
+def _starts_with(source: str, name: str) -> bool:
+    first = source.lstrip("\n").split("\n", 1)[0]
+    m = _OPEN.match(first)
+    return bool(m and m.group("name") == name)
+
+
+def _only_directive(source: str, name: str) -> bool:
+    """Whether markdown ``source`` is one ``{name}`` directive and nothing else."""
+    lines = source.split("\n")
+    blocks = directive_blocks(lines)
+    rest = [ln for k, ln in enumerate(lines) if not any(a <= k <= b for a, b, _, _ in blocks)]
+    return len(blocks) == 1 and blocks[0][2] == name and not any(ln.strip() for ln in rest)
+
+
+def _mentions(source: str, name: str) -> bool:
+    return any((m := _OPEN.match(line)) and m.group("name") == name for line in source.split("\n"))
+
+
+# --------------------------------------------------------------------------- notebooks
+
+def strip_solutions(nb, where: str = "notebook"):
+    """A copy of ``nb`` without its solutions (gated and directive), outputs kept; and the count removed."""
+    nb = nbformat.from_dict(nb)  # deep copy
+    cells, removed, inside = [], 0, False
+    for index, cell in enumerate(nb.cells):
+        md = cell.cell_type == "markdown"
+        if inside:
+            if md and _mentions(cell.source, "solution-end"):
+                if not _only_directive(cell.source, "solution-end"):
+                    raise LayoutError(f"{where}, cell {index}: the {{solution-end}} cell must hold only "
+                                      "the solution-end directive")
+                inside = False
+            continue
+        if md and _starts_with(cell.source, "solution-start"):
+            if _mentions(cell.source, "solution-end"):
+                raise LayoutError(f"{where}, cell {index}: a gated solution must end in a cell of its own")
+            inside, removed = True, removed + 1
+            continue
+        if md and (_mentions(cell.source, "solution-start") or _mentions(cell.source, "solution-end")):
+            raise LayoutError(f"{where}, cell {index}: {{solution-start}} must begin its cell, and "
+                              "{solution-end} must follow a {solution-start} cell")
+        if md:
+            cell.source, n = remove_solution_directives(cell.source)
+            removed += n
+            if n and not cell.source.strip():
+                continue
+        cells.append(cell)
+    if inside:
+        raise LayoutError(f"{where}: a {{solution-start}} has no {{solution-end}}")
+    nb.cells = cells
+    return nb, removed
+
+
+def student_notebook(nb, where: str = "notebook"):
+    """The student version of chapter notebook ``nb`` (not modified) and its :class:`Stats`."""
+    nb, removed = strip_solutions(nb, where)
+    stats = Stats(solutions_removed=removed)
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("execution", None)
+        cells.append(cell)
+        if cell.cell_type != "markdown":
+            continue
+        exercises = directive_blocks(cell.source.split("\n"), "exercise")
+        stats.exercises += len(exercises)
+        cell.source, stubs = split_exercise_stubs(cell.source)
+        checked = sum("(checked)" in arg for _, _, _, arg in exercises)
+        if checked > sum(bool(_CHECK_CALL.search(code)) for _, code in stubs):
+            print(f"warning: {where}: an exercise marked (checked) has no stub ending in a check_... call",
+                  file=sys.stderr)
+        for label, code in stubs:
+            stub = nbformat.v4.new_code_cell(code)
+            stub.metadata["exercise_stub"] = label
+            cells.append(stub)
+            stats.stubs += 1
+    nb.cells = cells
+    nb.metadata.pop("widgets", None)
+    return nb, stats
+
+
+def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT,
+                           verbose: bool = True) -> dict[Path, Stats]:
+    """Write ``out/<chapter>.ipynb`` for every notebook in ``chapters``; return their stats."""
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for path in sorted(Path(chapters).glob("*.ipynb")):
+        nb, stats = student_notebook(nbformat.read(path, as_version=4), where=path.name)
+        nbformat.validate(nb)
+        target = out / path.name
+        nbformat.write(nb, target)
+        results[target] = stats
+        if verbose:
+            print(stats.line(str(_shown(target))))
+    if not results:
+        raise FileNotFoundError(f"no notebooks in {chapters}")
+    return results
+
+
+# --------------------------------------------------------------------------- the site
+
+def _shown(path: Path) -> Path:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def _remove_from_toc(entries, drop: set[str]):
+    """The toc list ``entries`` (recursively) without the files in ``drop``."""
+    kept = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            if str(entry.get("file", "")).removesuffix(".md").removesuffix(".ipynb") in drop:
+                continue
+            entry = {k: (_remove_from_toc(v, drop) if k in ("parts", "chapters", "sections") else v)
+                     for k, v in entry.items()}
+        kept.append(entry)
+    return kept
+
+
+def stage_site_source(root: Path, stage: Path, avoid: tuple[Path, ...] = ()) -> None:
+    """Copy the book to ``stage`` with solutions stripped from the chapters and no instructors' pages.
+
+    Build outputs, environments and caches are not copied, nor ``stage`` itself
+    and the folders in ``avoid`` (the output folder, when it lies inside the book).
+    """
+    import yaml
+
+    if stage.exists():
+        shutil.rmtree(stage)
+    avoid = {p.resolve() for p in (stage, *avoid)}
+
+    def ignore(folder, names):
+        return {n for n in names if n in _NOT_STAGED or n.endswith(".egg-info")
+                or (Path(folder) / n).resolve() in avoid}
+
+    shutil.copytree(root, stage, ignore=ignore, symlinks=True)
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        nb, _ = strip_solutions(nbformat.read(path, as_version=4), where=path.name)
+        nbformat.write(nb, stage / "chapters" / path.name)
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    for key in ("parts", "chapters", "sections"):
+        if key in toc:
+            toc[key] = _remove_from_toc(toc[key], INSTRUCTOR_PAGES)
+    (stage / "_toc.yml").write_text("# Generated by tools/make_assignments.py from _toc.yml\n"
+                                    + yaml.safe_dump(toc, sort_keys=False))
+
+
+def student_config(root: Path, target: Path) -> Path:
+    """Write the students' site configuration (from _config.yml) to ``target``."""
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text()) or {}
+    config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+    config.setdefault("execute", {})["execute_notebooks"] = "off"
+    # The launch buttons would open the repository's notebooks, solutions included.
+    launch = config.setdefault("launch_buttons", {})
+    for key in ("binderhub_url", "colab_url", "jupyterhub_url", "deepnote_url"):
+        launch[key] = ""
+    launch["thebe"] = False
+    target.write_text("# Generated by tools/make_assignments.py from _config.yml: solutions hidden, "
+                      "stored outputs used\n" + yaml.safe_dump(config, sort_keys=False))
+    return target
+
+
+def _jupyter_book() -> str:
+    here = Path(sys.executable).parent / "jupyter-book"
+    return str(here) if here.exists() else (shutil.which("jupyter-book") or "jupyter-book")
+
+
+def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT) -> Path:
+    """Build the solutions-hidden site into ``out/site`` and return the path of its index.html."""
+    config = student_config(root, out / "student_config.yml")
+    site = out / "site"
+    if site.exists():
+        shutil.rmtree(site)  # no stale pages from an earlier build
+    with tempfile.TemporaryDirectory(prefix="student-site-") as tmp:
+        stage = Path(tmp) / "book"
+        stage_site_source(root, stage, avoid=(out,))
+        command = [_jupyter_book(), "build", str(stage), "--config", str(config),
+                   "--path-output", str(site), "--keep-going", "--quiet"]
+        done = subprocess.run(command, capture_output=True, text=True)
+    log = out / "site-build.log"
+    log.write_text(done.stdout + done.stderr)
+    index = site / "_build" / "html" / "index.html"
+    warnings = [ln for ln in (done.stdout + done.stderr).splitlines() if "WARNING" in ln or "ERROR" in ln]
+    for line in warnings[:20]:
+        print("  " + line)
+    if done.returncode != 0 or not index.exists():
+        print((done.stdout + done.stderr)[-4000:], file=sys.stderr)
+        raise RuntimeError(f"the student site did not build (exit {done.returncode}); log: {log}")
+    return index
+
+
+# --------------------------------------------------------------------------- command line
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help="output folder (default: _build/assignments)")
+    parser.add_argument("--no-site", action="store_true", help="write the student notebooks only")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+
+    start = time.perf_counter()
+    results = make_student_notebooks(ROOT / "chapters", out)
+    notebooks = time.perf_counter() - start
+    total = sum(s.exercises for s in results.values())
+    print(f"{len(results)} student notebooks ({total} exercises) in {_shown(out)}/ "
+          f"[{notebooks:.1f} s]")
+    if args.no_site:
+        return 0
+    start = time.perf_counter()
+    index = build_student_site(out, ROOT)
+    print(f"the site without solutions is at {index.resolve()} [{time.perf_counter() - start:.1f} s]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
