@@ -14,7 +14,7 @@ NBVAL := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/n
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: book test test-lib test-notebooks test-build test-site site-check assignments env serve clean outputs
+.PHONY: book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs
 
 book: $(STAMP)
 	$(BUILD)
@@ -22,7 +22,7 @@ book: $(STAMP)
 
 # Runs every part even when one fails, then fails if any did. The browser check
 # runs when Chromium is installed and says plainly that it skipped when not.
-TEST_PARTS ?= test-lib test-notebooks test-build test-site
+TEST_PARTS ?= test-lib test-notebooks test-build test-standalone test-site
 test: $(STAMP)
 	@failed=0; passed=0; \
 	for part in $(TEST_PARTS); do \
@@ -52,6 +52,12 @@ site-check: $(STAMP)
 ASSIGNMENTS ?= _build/assignments
 assignments: $(STAMP)
 	$(BIN)/python tools/make_assignments.py --out $(ASSIGNMENTS)
+
+# Each chapter copied alone into an empty folder and run in a fresh venv that has only
+# the package's declared dependencies (installed by the chapter's set-up cell), as in
+# Colab. Needs no .venv; takes about two minutes.
+test-standalone:
+	$(PYTHON) tools/check_standalone.py --python $(PYTHON)
 
 test-site: $(STAMP)
 	$(BIN)/python tools/site_check.py --allow-missing-browser
