@@ -14,19 +14,12 @@ import sys
 import time
 
 import numpy as np
+from timing import best_time
 from scipy import signal
 
 from ssmheads import lag_operators, systems
 
 
-def best_time(f, repeats=5):
-    f()  # warm-up: first-touch memory, imports
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:

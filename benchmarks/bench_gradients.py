@@ -17,18 +17,11 @@ import sys
 import time
 
 import numpy as np
+from timing import best_time
 
 from ssmheads import finite_difference_jacobian, jacobian, systems
 
 
-def best_time(f, repeats=3):
-    f()  # warm-up: first-touch memory, imports
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:

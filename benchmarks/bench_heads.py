@@ -19,19 +19,12 @@ import sys
 import time
 
 import numpy as np
+from timing import best_time
 
 from ssmheads import fit_heads, head_count_curve, optimal_heads, systems
 from ssmheads.heads import white_noise_weights
 
 
-def best_time(f, repeats=7):
-    f()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:

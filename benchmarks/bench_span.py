@@ -12,18 +12,11 @@ import sys
 import time
 
 import numpy as np
+from timing import best_time
 
 from ssmheads import lag_operators, lag_span_dimension, singular_values, systems
 
 
-def best_time(f, repeats=7):
-    f()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:

@@ -19,6 +19,17 @@ __all__ = ["operator_explorer_figure", "operator_explorer", "FAMILIES", "family_
            "rank_explorer_figure", "rank_explorer", "head_explorer_figure", "head_explorer",
            "highway_explorer_figure", "highway_explorer"]
 
+def _explorer(figure, **controls):
+    """An ``ipywidgets.interactive`` that redraws ``figure(**values)`` whenever a control moves."""
+    import ipywidgets as widgets
+
+    def draw(**values):
+        figure(**values)
+        plt.show()
+
+    return widgets.interactive(draw, **controls)
+
+
 
 def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int = 12, seed: int = 0):
     """A layer's operator on two different random inputs, side by side.
@@ -69,12 +80,8 @@ def operator_explorer():
     """
     import ipywidgets as widgets
 
-    def draw(layer, n, seed):
-        operator_explorer_figure(layer, n, seed)
-        plt.show()
-
-    return widgets.interactive(
-        draw,
+    return _explorer(
+        operator_explorer_figure,
         layer=widgets.Dropdown(options=list(GALLERY_NAMES), value="softmax attention, 4 heads",
                                description="layer"),
         n=widgets.IntSlider(value=12, min=2, max=40, description="n"),
@@ -182,12 +189,8 @@ def rank_explorer():
     """
     import ipywidgets as widgets
 
-    def draw(family, n, theta, rho, k, seed):
-        rank_explorer_figure(family, n, theta, rho, k, seed)
-        plt.show()
-
-    return widgets.interactive(
-        draw,
+    return _explorer(
+        rank_explorer_figure,
         family=widgets.Dropdown(options=list(FAMILIES), value="rotation", description="family"),
         n=widgets.IntSlider(value=12, min=1, max=40, description="n"),
         theta=widgets.FloatSlider(value=1.0, min=0.0, max=float(np.pi), step=0.05, description="theta"),
@@ -269,12 +272,8 @@ def head_explorer():
     """
     import ipywidgets as widgets
 
-    def draw(family, n, H, theta, rho, k, seed):
-        head_explorer_figure(family, n, H, theta, rho, k, seed)
-        plt.show()
-
-    return widgets.interactive(
-        draw,
+    return _explorer(
+        head_explorer_figure,
         family=widgets.Dropdown(options=list(FAMILIES), value="random with lag rank k", description="family"),
         n=widgets.IntSlider(value=16, min=2, max=48, description="n"),
         H=widgets.IntSlider(value=2, min=0, max=6, description="H"),
@@ -354,12 +353,8 @@ def highway_explorer():
     """
     import ipywidgets as widgets
 
-    def draw(rho, n, a):
-        highway_explorer_figure(rho, n, a)
-        plt.show()
-
-    return widgets.interactive(
-        draw,
+    return _explorer(
+        highway_explorer_figure,
         rho=widgets.FloatSlider(value=0.9, min=0.5, max=0.995, step=0.005, description="rho"),
         n=widgets.IntSlider(value=256, min=8, max=2048, step=8, description="n"),
         a=widgets.FloatSlider(value=0.9, min=0.05, max=0.99, step=0.01, description="a"),
