@@ -21,3 +21,39 @@ def assert_rel_close(got, expected, tol: float = 1e-12) -> None:
 
 def rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
+
+
+# ---------------------------------------------------------------- exercise checks
+
+
+def assert_printed(result, mark):
+    """What a student sees (the cell's last expression): exercise, verdict and message."""
+    text = str(result)
+    assert f"[{result.exercise}] {mark}" in text
+    assert result.message in text
+    assert repr(result) == text
+
+
+def stub_ellipsis(*args):
+    ...
+
+
+def stub_pass(*args):
+    pass
+
+
+def stub_not_implemented(*args):
+    raise NotImplementedError("fill me in")
+
+
+def stub_returns_ellipsis(*args):
+    return ...
+
+
+#: Untouched answers a student may hand in; every check must say "not attempted yet".
+STUBS = [None, ..., stub_ellipsis, stub_pass, stub_not_implemented, stub_returns_ellipsis]
+STUB_IDS = ["None", "Ellipsis", "body ...", "body pass", "NotImplementedError", "returns ..."]
+
+
+def raises_type_error(*args):
+    raise TypeError("unsupported operand")

@@ -10,6 +10,9 @@ import pytest
 
 from ssmheads import apply_interaction, trivial_interaction_form
 from ssmheads.exercises import CheckResult, check_ema_operator, check_mlp_operator, check_residual_operator
+from helpers import STUB_IDS, STUBS
+from helpers import assert_printed as _assert_printed
+from helpers import raises_type_error as _raises_type_error
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
 
@@ -55,14 +58,6 @@ def _check(key):
     return CHECKS[key][0]
 
 
-def _assert_printed(result, mark):
-    """What a student sees (the cell's last expression): exercise, verdict and message."""
-    text = str(result)
-    assert f"[{result.exercise}] {mark}" in text
-    assert result.message in text
-    assert repr(result) == text
-
-
 # ------------------------------------------------------------ passing
 
 
@@ -93,20 +88,7 @@ def test_reference_solutions_agree_with_the_layers():
 # ------------------------------------------------------------ stubs
 
 
-def _stub_ellipsis(*args):
-    ...
-
-
-def _stub_pass(*args):
-    pass
-
-
-def _stub_not_implemented(*args):
-    raise NotImplementedError("fill me in")
-
-
-@pytest.mark.parametrize("stub", [None, ..., _stub_ellipsis, _stub_pass, _stub_not_implemented],
-                         ids=["None", "Ellipsis", "body ...", "body pass", "NotImplementedError"])
+@pytest.mark.parametrize("stub", STUBS, ids=STUB_IDS)
 @pytest.mark.parametrize("key", CHECK_IDS)
 def test_stubs_are_not_attempted(key, stub):
     result = _check(key)(stub)
@@ -123,10 +105,6 @@ def test_partial_answer_returning_none_later_is_not_attempted():
 
 
 # ------------------------------------------------------------ wrong answers
-
-
-def _raises_type_error(*args):
-    raise TypeError("unsupported operand")
 
 
 WRONG = {

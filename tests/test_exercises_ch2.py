@@ -10,6 +10,9 @@ import pytest
 
 from ssmheads.exercises import CheckResult, check_lag_span_dimension, check_long_plateau, check_rank_three_system
 from ssmheads.systems import plateau, rotation
+from helpers import STUB_IDS, STUBS
+from helpers import assert_printed as _assert_printed
+from helpers import raises_type_error as _raises_type_error
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
 
@@ -53,13 +56,6 @@ DESIGNS = ["rank three", "long plateau"]
 
 def _check(key):
     return CHECKS[key][0]
-
-
-def _assert_printed(result, mark):
-    text = str(result)
-    assert f"[{result.exercise}] {mark}" in text
-    assert result.message in text
-    assert repr(result) == text
 
 
 # ------------------------------------------------------------ passing
@@ -113,22 +109,6 @@ def test_float_integer_answer_is_accepted():
 # ------------------------------------------------------------ stubs
 
 
-def _stub_ellipsis(*args):
-    ...
-
-
-def _stub_pass(*args):
-    pass
-
-
-def _stub_not_implemented(*args):
-    raise NotImplementedError("fill me in")
-
-
-STUBS = [None, ..., _stub_ellipsis, _stub_pass, _stub_not_implemented]
-STUB_IDS = ["None", "Ellipsis", "body ...", "body pass", "NotImplementedError"]
-
-
 @pytest.mark.parametrize("stub", STUBS, ids=STUB_IDS)
 @pytest.mark.parametrize("key", KEYS)
 def test_stubs_are_not_attempted(key, stub):
@@ -145,10 +125,6 @@ def test_partial_lag_span_answer_returning_none_later_is_not_attempted():
 
 
 # ------------------------------------------------------------ wrong answers
-
-
-def _raises_type_error(*args):
-    raise TypeError("unsupported operand")
 
 
 def _always_min_n_2(A, B, C, n):

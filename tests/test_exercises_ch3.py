@@ -13,6 +13,9 @@ from scipy.optimize import nnls
 
 from ssmheads.exercises import CheckResult, check_exact_heads, check_nonnegative_head_count, check_optimal_error
 from ssmheads.systems import diagonal, rotation
+from helpers import STUB_IDS, STUBS
+from helpers import assert_printed as _assert_printed
+from helpers import raises_type_error as _raises_type_error
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
 EPS = np.finfo(float).eps
@@ -79,13 +82,6 @@ def _check(key):
     return CHECKS[key][0]
 
 
-def _assert_printed(result, mark):
-    text = str(result)
-    assert f"[{result.exercise}] {mark}" in text
-    assert result.message in text
-    assert repr(result) == text
-
-
 def _lags(ssm, n):
     return ssm.lag_operators(n)
 
@@ -146,22 +142,6 @@ def test_answers_as_lists_and_numpy_integers_pass():
 # ------------------------------------------------------------ stubs
 
 
-def _stub_ellipsis(*args):
-    ...
-
-
-def _stub_pass(*args):
-    pass
-
-
-def _stub_not_implemented(*args):
-    raise NotImplementedError("fill me in")
-
-
-STUBS = [None, ..., _stub_ellipsis, _stub_pass, _stub_not_implemented]
-STUB_IDS = ["None", "Ellipsis", "body ...", "body pass", "NotImplementedError"]
-
-
 @pytest.mark.parametrize("stub", STUBS, ids=STUB_IDS)
 @pytest.mark.parametrize("key", KEYS)
 def test_stubs_are_not_attempted(key, stub):
@@ -184,10 +164,6 @@ def test_answer_returning_none_later_is_not_attempted():
 
 
 # ------------------------------------------------------------ wrong answers
-
-
-def _raises_type_error(*args):
-    raise TypeError("unsupported operand")
 
 
 def _one_head_too_many(K):

@@ -14,6 +14,9 @@ import pytest
 
 from ssmheads.exercises import CheckResult, check_head_jacobian, check_highway_input, check_ssm_gradient_profile
 from ssmheads.systems import random_attention
+from helpers import STUB_IDS, STUBS
+from helpers import assert_printed as _assert_printed
+from helpers import raises_type_error as _raises_type_error
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
 
@@ -87,13 +90,6 @@ def _check(key):
     return CHECKS[key][0]
 
 
-def _assert_printed(result, mark):
-    text = str(result)
-    assert f"[{result.exercise}] {mark}" in text
-    assert result.message in text
-    assert repr(result) == text
-
-
 # ------------------------------------------------------------ passing
 
 
@@ -157,26 +153,6 @@ def test_checks_tolerate_rounding_but_not_real_errors():
 # ------------------------------------------------------------ stubs
 
 
-def _stub_ellipsis(*args):
-    ...
-
-
-def _stub_pass(*args):
-    pass
-
-
-def _stub_not_implemented(*args):
-    raise NotImplementedError("fill me in")
-
-
-def _stub_returns_ellipsis(*args):
-    return ...
-
-
-STUBS = [None, ..., _stub_ellipsis, _stub_pass, _stub_not_implemented, _stub_returns_ellipsis]
-STUB_IDS = ["None", "Ellipsis", "body ...", "body pass", "NotImplementedError", "returns ..."]
-
-
 @pytest.mark.parametrize("stub", STUBS, ids=STUB_IDS)
 @pytest.mark.parametrize("key", KEYS)
 def test_stubs_are_not_attempted(key, stub):
@@ -202,10 +178,6 @@ def test_answer_returning_none_later_is_not_attempted(key):
 
 
 # ------------------------------------------------------------ wrong answers
-
-
-def _raises_type_error(*args):
-    raise TypeError("unsupported operand")
 
 
 def _only(*paths):
