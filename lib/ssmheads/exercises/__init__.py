@@ -1,0 +1,31 @@
+"""Checks that students call on their answers to the book's exercises.
+
+Each ``check_*`` function takes the student's answer (usually a function they
+wrote), tests it on several cases against a reference, and returns a
+:class:`CheckResult`. A result is truthy only when the answer passed, so a
+solution cell can end in ``assert result``. An untouched stub (a function whose
+body is ``...``, or ``None``) is reported as "not attempted yet", never as a
+traceback. The checks of Chapter N live in ``ssmheads.exercises.chN``.
+"""
+
+from ._common import CheckResult
+from .ch1 import check_ema_operator, check_mlp_operator, check_residual_operator
+from .ch2 import check_lag_span_dimension, check_long_plateau, check_rank_three_system
+from .ch3 import check_exact_heads, check_nonnegative_head_count, check_optimal_error
+from .ch4 import check_head_jacobian, check_highway_input, check_ssm_gradient_profile
+
+__all__ = [
+    "CheckResult",
+    "check_ema_operator",
+    "check_mlp_operator",
+    "check_residual_operator",
+    "check_lag_span_dimension",
+    "check_rank_three_system",
+    "check_long_plateau",
+    "check_exact_heads",
+    "check_optimal_error",
+    "check_nonnegative_head_count",
+    "check_head_jacobian",
+    "check_highway_input",
+    "check_ssm_gradient_profile",
+]

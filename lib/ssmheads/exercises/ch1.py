@@ -1,0 +1,85 @@
+"""Checks of the Chapter 1 exercises (the unified operator)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..models import MultiHeadAttention
+from ..systems import random_attention
+from ._common import CheckResult, _compare, _Fail, _numeric, _run
+
+
+def _ema_reference(n: int, d: int, gamma: float) -> np.ndarray:
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    coeff = np.where(lag >= 0, (1 - gamma) * gamma ** np.maximum(lag, 0), 0.0)
+    return coeff[:, :, None, None] * np.eye(d)
+
+
+def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) -> CheckResult:
+    """Chapter 1, exercise "EMA operator": the operator of the exponential moving average.
+
+    The layer is ``y_i = (1 - gamma) sum_{j <= i} gamma^(i-j) x_j``. The answer is a
+    function ``ema_operator(n, d, gamma)`` returning its operator, shape ``(n, n, d, d)``.
+    """
+    cases = [(f"ema_operator({n}, {d}, {g})", (n, d, g),
+              lambda out, label, n=n, d=d, g=g: _compare(out, _ema_reference(n, d, g), label))
+             for n, d, g in ((1, 1, 0.5), (4, 2, 0.5), (7, 3, 0.9), (5, 2, -0.3))]
+    return _run("Chapter 1: EMA operator", ema_operator, cases,
+                "blocks (1 - gamma) gamma^(i-j) I for j <= i and 0 above, on 4 cases")
+
+
+def _mlp_case(seed: int, n: int, d: int, h: int, p: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((h, d)), rng.standard_normal((p, h)), rng.standard_normal((n, d))
+
+
+def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> CheckResult:
+    """Chapter 1, exercise "MLP operator": an interaction form of the ReLU MLP ``y_i = W2 relu(W1 x_i)``.
+
+    The answer is a function ``mlp_operator(W1, W2, X)`` with ``W1 (h, d)``,
+    ``W2 (p, h)``, ``X (n, d)``, returning ``W (n, n, p, d)`` with
+    ``W_ii = W2 diag(1[W1 x_i > 0]) W1`` and zero blocks off the diagonal.
+    """
+    def test(args):
+        W1, W2, X = args
+        gate = (X @ W1.T > 0).astype(float)  # (n, h)
+        expected = np.zeros((X.shape[0], X.shape[0], W2.shape[0], W1.shape[1]))
+        idx = np.arange(X.shape[0])
+        expected[idx, idx] = np.einsum("ph,ih,hd->ipd", W2, gate, W1)
+
+        def check(out, label):
+            got = _numeric(out, expected.shape, label)
+            y = np.maximum(X @ W1.T, 0) @ W2.T
+            if not np.allclose(np.einsum("ijpd,jd->ip", got, X), y, rtol=1e-9, atol=1e-9):
+                raise _Fail(f"{label}: applying your operator to X does not give the MLP's output "
+                            "W2 relu(W1 x_i)")
+            _compare(got, expected, label)
+        return check
+
+    cases = []
+    for seed, (n, d, h, p) in ((0, (3, 2, 4, 2)), (1, (6, 3, 5, 2)), (2, (5, 4, 8, 3))):
+        args = _mlp_case(seed, n, d, h, p)
+        cases.append((f"mlp_operator(W1, W2, X) with n={n}, d={d}, h={h}, p={p}", args, test(args)))
+    return _run("Chapter 1: MLP operator", mlp_operator, cases,
+                "blocks W2 D(x_i) W1 on the diagonal; reproduces the MLP on 3 cases")
+
+
+def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.ndarray], np.ndarray]) -> CheckResult:
+    """Chapter 1, exercise "residual attention operator": the operator of attention with a residual connection, ``y = MHA(X) + X``.
+
+    The answer is a function ``residual_operator(mha, X)`` returning ``(n, n, d, d)``;
+    the layer must have ``p = d``.
+    """
+    cases = []
+    for seed, (H, d, n) in enumerate(((1, 2, 3), (2, 3, 6), (4, 2, 9))):
+        mha = random_attention(H, d, seed=seed)
+        X = np.random.default_rng(seed + 10).standard_normal((n, d))
+        expected = mha.interaction(X) + np.eye(n)[:, :, None, None] * np.eye(d)
+        cases.append((f"residual_operator(mha, X) with {H} head(s), d={d}, n={n}", (mha, X),
+                      lambda out, label, e=expected: _compare(out, e, label)))
+    return _run("Chapter 1: residual attention operator", residual_operator, cases,
+                "equals sum_h alpha^h_ij V_h + delta_ij I on 3 layers")
+
+

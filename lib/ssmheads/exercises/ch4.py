@@ -1,0 +1,82 @@
+"""Checks of the Chapter 4 exercises (the gradient highway)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ._common import CheckResult, _compare, _Fail, _numeric, _run
+
+
+def _one_head(seed: int, d: int = 2, d_k: int = 3):
+    from ..systems import random_attention
+
+    return random_attention(1, d, d_k=d_k, seed=seed, scale=1.5)
+
+
+def check_head_jacobian(head_jacobian: Callable) -> CheckResult:
+    """Chapter 4, exercise "the Jacobian of a head": Proposition 8 by hand.
+
+    The answer is a function ``head_jacobian(W_Q, W_K, V, X)`` for one causal softmax head
+    with ``W_Q, W_K (d_k, d)``, value map ``V (p, d)`` and input ``X (n, d)``, returning
+    ``J (n, n, p, d)`` with ``J[i, j] = d y_i / d x_j``.
+    """
+    from ..gradients import jacobian
+
+    cases = []
+    for seed, n in ((0, 1), (1, 4), (2, 7)):
+        head = _one_head(seed)
+        X = np.random.default_rng(seed + 20).standard_normal((n, head.d))
+        expected = jacobian(head, X)
+        args = (head.W_Q[0], head.W_K[0], head.value_maps()[0], X)
+        cases.append((f"head_jacobian on a head with n={n}", args,
+                      lambda out, label, e=expected: _compare(out, e, label, rtol=1e-7)))
+    return _run("Chapter 4: the Jacobian of a head", head_jacobian, cases,
+                "value, key and query paths agree with the exact Jacobian on 3 inputs")
+
+
+def check_highway_input(make_input: Callable) -> CheckResult:
+    """Chapter 4, exercise "build the highway": Theorem 9's input by hand.
+
+    The answer is a function ``make_input(W_Q, W_K, n, a, key)`` returning ``X (n, d)`` on
+    which a causal softmax head with these query and key maps gives the last position
+    weight ``a`` on position ``key``.
+    """
+    def expect(head, n, a, key):
+        def test(out, label):
+            X = _numeric(out, (n, head.d), label)
+            with np.errstate(all="ignore"):
+                weight = float(head.coefficients(X)[0, n - 1, key])
+            if not np.isfinite(weight) or abs(weight - a) > 1e-8:
+                raise _Fail(f"{label}: the weight of the last position on position {key} should be {a}; "
+                            f"on your input it is {weight:.6g}")
+        return test
+
+    cases = []
+    for seed, n, a, key in ((3, 2, 0.3, 0), (4, 16, 0.9, 0), (5, 64, 0.5, 40), (6, 300, 0.99, 7)):
+        head = _one_head(seed)
+        cases.append((f"make_input(n={n}, a={a}, key={key})", (head.W_Q[0], head.W_K[0], n, a, key),
+                      expect(head, n, a, key)))
+    return _run("Chapter 4: build the highway", make_input, cases,
+                "the key gets exactly weight a on 4 heads, lengths and positions")
+
+
+def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
+    """Chapter 4, exercise "an SSM's gradient profile".
+
+    The answer is a function ``ssm_profile(A, B, C, n)`` returning the spectral norms
+    ``||d y_{n-1} / d x_{n-1-l}||`` for ``l = 0, ..., n-1``: shape ``(n,)``.
+    """
+    from ..models import lag_operators
+    from ..systems import jordan, random_stable, rotation
+
+    cases = []
+    for label, s, n in (("rotation(1.0, rho=0.9)", rotation(1.0, 0.9), 12),
+                        ("jordan([(0.9, 3)])", jordan([(0.9, 3)]), 20),
+                        ("random_stable(5, 2, 3)", random_stable(5, 2, 3, seed=2), 9)):
+        expected = np.linalg.norm(lag_operators(s.A, s.B, s.C, n), ord=2, axis=(1, 2))
+        cases.append((f"ssm_profile on {label}, n={n}", (s.A, s.B, s.C, n),
+                      lambda out, lab, e=expected: _compare(out, e, lab, rtol=1e-9)))
+    return _run("Chapter 4: an SSM's gradient profile", ssm_profile, cases,
+                "the norms ||C A^l B|| are right on 3 systems, including a Jordan block")

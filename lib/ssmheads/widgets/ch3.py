@@ -1,0 +1,95 @@
+"""The Chapter 3 explorer (the head count) and the static figure it redraws."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from .._validate import check_positive_int
+from .ch2 import FAMILIES, family_system
+from ._common import _explorer
+
+
+def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H: int = 2,
+                         theta: float = 1.0, rho: float = 0.9, k: int = 4, seed: int = 0):
+    """The best ``H`` heads for one example SSM: their error, their coefficients, the error per lag.
+
+    Left: optimal per-position white-noise error ``(1/n) sum_{r>H} sigma_r^2`` (weights
+    ``n - l``) for every head count, the chosen ``H`` marked. Middle: the coefficients
+    ``c_h(l)`` of the optimal ``H`` heads. Right: ``||K_l - Khat_l||_F`` per lag (log scale).
+
+    Parameters
+    ----------
+    family, theta, rho, k, seed
+        As in :func:`family_system`.
+    n : int
+        Sequence length.
+    H : int
+        Number of heads.
+
+    Returns
+    -------
+    matplotlib Figure
+    """
+    from ..heads import head_count_curve, optimal_heads, white_noise_weights
+    from ..models import lag_operators
+    from ..span import interaction_rank
+
+    ssm = family_system(family, theta, rho, k, seed)
+    n = check_positive_int("n", n)
+    H = check_positive_int("H", H, minimum=0)
+    K = lag_operators(ssm.A, ssm.B, ssm.C, n)
+    w = white_noise_weights(n)
+    rank = interaction_rank(K)
+    H_max = max(rank + 1, H)
+    curve = head_count_curve(K, H_max, w) / n
+    c, V, residual = optimal_heads(K, H, w)
+    Khat = np.einsum("hl,hpd->lpd", c, V)
+    per_lag = np.sqrt(np.einsum("lpd,lpd->l", K - Khat, K - Khat))
+    fig, (a0, a1, a2) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
+    a0.plot(range(H_max + 1), curve, "o-")
+    a0.plot([H], [curve[H]], "o", ms=12, mfc="none", color="C3")
+    a0.axvline(rank, color="gray", ls=":", label=f"k = {rank}")
+    a0.set_xlabel("heads $H$")
+    a0.set_ylabel("error per position")
+    a0.legend()
+    a0.set_title("optimal error")
+    a0.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for h in range(H):
+        a1.plot(range(n), c[h], ".-", label=f"$c_{{{h + 1}}}(l)$")
+    a1.axhline(0.0, color="gray", lw=0.5)
+    a1.set_xlabel("lag $l$")
+    a1.set_title(f"coefficients of the {H} heads")
+    if 0 < H <= 6:
+        a1.legend(fontsize=7)
+    a2.semilogy(range(n), np.maximum(per_lag, 1e-17), ".-")
+    a2.set_xlabel("lag $l$")
+    a2.set_ylabel(r"$\|K_l-\hat K_l\|_F$")
+    a2.set_title("what the heads miss, per lag")
+    fig.suptitle(f"{family}: k = {rank}, H = {H}, error per position {residual / n:.2e}")
+    return fig
+
+
+def head_explorer():
+    """Explorer for Chapter 3: a system, ``n`` and ``H`` give the best ``H`` heads and their error.
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it as the last expression of a cell. Needs a live kernel.
+    """
+    import ipywidgets as widgets
+
+    return _explorer(
+        head_explorer_figure,
+        family=widgets.Dropdown(options=list(FAMILIES), value="random with lag rank k", description="family"),
+        n=widgets.IntSlider(value=16, min=2, max=48, description="n"),
+        H=widgets.IntSlider(value=2, min=0, max=6, description="H"),
+        theta=widgets.FloatSlider(value=1.0, min=0.0, max=float(np.pi), step=0.05, description="theta"),
+        rho=widgets.FloatSlider(value=0.9, min=0.05, max=0.99, step=0.05, description="rho"),
+        k=widgets.IntSlider(value=4, min=1, max=4, description="k"),
+        seed=widgets.IntSlider(value=0, min=0, max=20, description="seed"),
+    )
+
+
