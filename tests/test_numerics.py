@@ -27,3 +27,34 @@ def test_close_uses_the_tolerance_and_rejects_shape_mismatch():
 def test_relative_gap_names_mismatched_shapes():
     with pytest.raises(ValueError, match=r"a and b must have the same shape; got \(2,\) and \(3,\)"):
         relative_gap(np.zeros(2), np.zeros(3))
+
+
+def test_complex_input_counts_the_imaginary_part():
+    a = np.ones(3)
+    assert not close(a + 1j, a - 1j)
+    assert relative_gap(a + 1j, a - 1j) == pytest.approx(2 / np.sqrt(2))
+    assert close(a + 1j, a + 1j)
+
+
+def test_huge_entries_give_a_finite_gap_not_overflow():
+    assert relative_gap(np.array([1e308]), np.array([-1e308])) == pytest.approx(2.0)
+    assert close(np.array([1e300]), np.array([1e300 * (1 + 1e-15)]))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_input_is_rejected_naming_the_argument(bad):
+    with pytest.raises(ValueError, match="a must contain only finite"):
+        relative_gap(np.array([bad]), np.array([1.0]))
+    with pytest.raises(ValueError, match="b must contain only finite"):
+        close(np.array([1.0]), np.array([bad]))
+
+
+@pytest.mark.parametrize("tol", [-1.0, np.nan, np.inf, "1e-12", True])
+def test_bad_tolerance_is_rejected(tol):
+    with pytest.raises(ValueError, match="tol must be"):
+        close(np.ones(2), np.ones(2), tol=tol)
+
+
+def test_non_numeric_input_is_rejected():
+    with pytest.raises(ValueError, match="a must be a numeric array"):
+        relative_gap(["x"], [1.0])
