@@ -57,12 +57,41 @@ def _naive_lags(A, B, C, n, D=None):
 @pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 100])
 @pytest.mark.parametrize("skip", [False, True], ids=["D=None", "with D"])
 def test_lag_operators_match_matrix_powers(n, skip):
-    """``K[l] = C A^l B`` (``+ D`` at lag 0); n covers the doubling's edge cases."""
+    """``K[l] = C A^l B`` (``+ D`` at lag 0), for short and long lag ranges."""
     m = _ssm(N=5, d=2, p=3, seed=n, skip=skip)
     D = m.D if skip else None
     K = lag_operators(m.A, m.B, m.C, n, D=D)
     assert K.shape == (n, 3, 2)
     assert_rel_close(K, _naive_lags(m.A, m.B, m.C, n, D))
+
+
+def _exact_lags(A, B, C, n):
+    """``C A^l B`` in exact rational arithmetic (floats are dyadic rationals), rounded once at the end."""
+    from fractions import Fraction
+
+    Af, M, Cf = ([[Fraction(x) for x in row] for row in a.tolist()] for a in (A, B, C))
+    N, d, p = B.shape[0], B.shape[1], C.shape[0]
+    out = []
+    for _ in range(n):
+        out.append([[float(sum(Cf[a][k] * M[k][b] for k in range(N))) for b in range(d)] for a in range(p)])
+        M = [[sum(Af[i][k] * M[k][b] for k in range(N)) for b in range(d)] for i in range(N)]
+    return np.array(out)
+
+
+def test_lag_operators_accurate_on_non_normal_A():
+    """Propagating ``A^l B`` one lag at a time stays at rounding level for an ``A`` whose
+    eigenvector matrix has condition number ~6e4 (repeated squaring, the previous algorithm,
+    gave 1.7e-14 on this system and fails this test)."""
+    rng = np.random.default_rng(1)
+    N, n = 6, 64
+    S = np.eye(N) + np.triu(10.0 * rng.standard_normal((N, N)), 1)
+    A = S @ np.diag(np.linspace(-0.95, 0.95, N)) @ np.linalg.inv(S)
+    B, C = rng.standard_normal((N, 2)), rng.standard_normal((2, N))
+    assert np.linalg.cond(S) > 1e4
+    exact = _exact_lags(A, B, C, n)
+    K = lag_operators(A, B, C, n)
+    errors = np.linalg.norm(K - exact, axis=(1, 2)) / np.linalg.norm(exact, axis=(1, 2))
+    assert errors.max() < 1e-14
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 33])

@@ -198,3 +198,28 @@ def test_operator_explorer_redraws_when_a_control_changes():
     assert len(new) == 1
     assert plt.figure(new.pop()).get_suptitle() == "LTI SSM: the operator is the same for every input"
     assert explorer.kwargs["layer"] == "LTI SSM"
+
+
+def test_operator_gallery_colorbar_panel_gives_each_panel_its_own_bar_and_scale():
+    small = _causal_operator(seed=0)
+    large = 10.0 * small
+    fig = operator_gallery({"small": small, "large": large}, ncols=2, colorbar="panel")
+    panels = [ax for ax in _visible_axes(fig) if ax.get_title()]
+    assert [ax.get_title() for ax in panels] == ["small", "large"]
+    assert len(fig.axes) == 4  # two panels and two colour bars
+    tops = [ax.images[0].get_clim()[1] for ax in panels]
+    assert tops[1] == pytest.approx(10.0 * tops[0])  # each panel keeps its own scale
+
+
+def test_operator_gallery_colorbar_shared_uses_one_scale_and_one_bar():
+    small, large = _causal_operator(seed=0), 10.0 * _causal_operator(seed=1)
+    fig = operator_gallery({"small": small, "large": large}, ncols=3, colorbar="shared")
+    panels = [ax for ax in _visible_axes(fig) if ax.get_title()]
+    assert len(fig.axes) == 3 + 1  # three panel slots (one hidden) and one colour bar
+    top = float(np.sqrt((large ** 2).sum(axis=(2, 3))).max())
+    assert [ax.images[0].get_clim() for ax in panels] == [pytest.approx((0.0, top))] * 2
+
+
+def test_operator_gallery_rejects_unknown_colorbar():
+    with pytest.raises(ValueError, match="colorbar must be 'none', 'panel' or 'shared'; got 'each'"):
+        operator_gallery({"a": _causal_operator()}, colorbar="each")

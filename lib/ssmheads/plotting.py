@@ -81,7 +81,8 @@ def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = 
     return ax
 
 
-def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptitle: str | None = None):
+def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptitle: str | None = None,
+                     colorbar: str = "none"):
     """Operator heatmaps side by side, one panel per named operator.
 
     Parameters
@@ -91,6 +92,13 @@ def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptit
         Panels per row.
     suptitle : str, optional
         A title for the whole figure; say what to notice.
+    colorbar : {"none", "panel", "shared"}
+        ``"none"`` (default): each panel has its own colour scale and no colour bar.
+        ``"panel"``: each panel keeps its own scale and gets its own colour bar, for
+        panels whose patterns are compared but whose sizes are unrelated.
+        ``"shared"``: every panel uses one scale, from 0 to the largest block norm
+        of all the operators, shown by a single colour bar, for panels whose sizes
+        are compared.
 
     Returns
     -------
@@ -99,14 +107,23 @@ def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptit
     if not operators:
         raise ValueError("operators must contain at least one operator; got an empty mapping")
     ncols = check_positive_int("ncols", ncols)
+    if colorbar not in ("none", "panel", "shared"):
+        raise ValueError(f"colorbar must be 'none', 'panel' or 'shared'; got {colorbar!r}")
     names = list(operators)
+    vmax = None
+    if colorbar == "shared":
+        vmax = max(max(float(block_norms(operators[name]).max()) for name in names), 1e-300)
     nrows = -(-len(names) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.0 * ncols, 2.9 * nrows), squeeze=False,
+    width = 3.5 if colorbar == "panel" else 3.0
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, 2.9 * nrows), squeeze=False,
                              layout="constrained")
     for ax, name in zip(axes.flat, names):
-        operator_heatmap(operators[name], ax=ax, title=name, colorbar=False)
+        operator_heatmap(operators[name], ax=ax, title=name, vmax=vmax, colorbar=colorbar == "panel")
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
+    if colorbar == "shared":
+        fig.colorbar(axes.flat[0].images[0], ax=list(axes.flat[:len(names)]), shrink=0.8,
+                     label=r"$\|W_{ij}\|_F$")
     if suptitle:
         fig.suptitle(suptitle)
     return fig
