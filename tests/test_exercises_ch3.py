@@ -4,15 +4,18 @@ For each check: a reference solution written here (independently of
 ``ssmheads.heads``: numpy's SVD with column-major vec, and a non-negative
 least-squares test of pointedness instead of the library's linear program)
 passes; stubs are "not attempted yet" without a traceback; wrong answers fail,
-never raise, and say what was expected.
+never raise, and say what was expected; an answer that calls the library's own
+routine fails, and the library works again afterwards.
 """
 
 import numpy as np
 import pytest
 from scipy.optimize import nnls
 
+import ssmheads
 from ssmheads.exercises import CheckResult, check_exact_heads, check_nonnegative_head_count, check_optimal_error
-from ssmheads.systems import diagonal, rotation
+from ssmheads.exercises.ch3 import REFERENCE_ROUTINES, check_quaternion_heads, reference_routines_off
+from ssmheads.systems import diagonal, random_stable, rotation
 from helpers import STUB_IDS, STUBS
 from helpers import assert_printed as _assert_printed
 from helpers import raises_type_error as _raises_type_error
@@ -70,8 +73,35 @@ def nonnegative_head_count(K):
     return k if _pointed(K) else k + 1
 
 
+def _hamilton(q, r):
+    """The quaternion product q r, quaternions as (a, b, c, d) = a + b i + c j + d k."""
+    a1, b1, c1, d1 = q
+    a2, b2, c2, d2 = r
+    return np.array([a1 * a2 - b1 * b2 - c1 * c2 - d1 * d2, a1 * b2 + b1 * a2 + c1 * d2 - d1 * c2,
+                     a1 * c2 - b1 * d2 + c1 * a2 + d1 * b2, a1 * d2 + b1 * c2 - c1 * b2 + d1 * a2])
+
+
+# V_h = left multiplication by 1, i, j, k: column m of V_h is e_h e_m (Hamilton's product)
+QUATERNION_VALUES = np.stack([np.stack([_hamilton(unit, e) for e in np.eye(4)], axis=1) for unit in np.eye(4)])
+
+
+def quaternion_heads(K, X):
+    """alpha_ij = (K_(i-j) x_j) x_j^(-1) as a quaternion, x^(-1) = conj(x) / |x|^2; zero for x_j = 0 or j > i."""
+    K, X = np.asarray(K, dtype=float), np.asarray(X, dtype=float)
+    n = K.shape[0]
+    alpha = np.zeros((4, n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            x = X[j]
+            if np.any(x):
+                conj = x * np.array([1.0, -1.0, -1.0, -1.0])
+                alpha[:, i, j] = _hamilton(K[i - j] @ x, conj) / (x @ x)
+    return alpha, QUATERNION_VALUES
+
+
 CHECKS = {
     "exact heads": (check_exact_heads, exact_head_construction, "Chapter 3: build the heads"),
+    "quaternion heads": (check_quaternion_heads, quaternion_heads, "Chapter 3: four heads on R^4"),
     "optimal error": (check_optimal_error, optimal_error, "Chapter 3: the Eckart-Young tail"),
     "nonnegative count": (check_nonnegative_head_count, nonnegative_head_count, "Chapter 3: count nonnegative heads"),
 }
@@ -115,6 +145,20 @@ def test_reference_solutions_are_right_on_their_own_terms():
     assert nonnegative_head_count(_lags(rotation(0.5, 0.9), 6)) == 2  # 5 * 0.5 < pi
     assert nonnegative_head_count(_lags(rotation(0.5, 0.9), 8)) == 3  # 7 * 0.5 > pi
     assert nonnegative_head_count(_lags(diagonal([0.9, 0.5, 0.2]), 8)) == 3  # trace is positive
+    assert nonnegative_head_count(_lags(diagonal([-0.9, -0.5, -0.2]), 8)) == 4  # K_0 + ... : signs cancel
+    shift = ssmheads.LinearSSM(np.diag([1.0, 1.0], -1), np.eye(3), np.eye(3))
+    assert nonnegative_head_count(_lags(shift, 6)) == 3  # zero lags K_3, K_4, K_5 are ignored
+    # the quaternion units: i j = k, i^2 = -1, and the heads reproduce every pair of a k = 16 SSM
+    one, i, j, k = QUATERNION_VALUES
+    np.testing.assert_array_equal(one, np.eye(4))
+    np.testing.assert_array_equal(i @ j, k)
+    np.testing.assert_array_equal(i @ i, -np.eye(4))
+    s = random_stable(16, 4, 4, rho=0.9, seed=5)
+    K, X = _lags(s, 18), np.random.default_rng(0).standard_normal((18, 4))
+    alpha, V = quaternion_heads(K, X)
+    Y = np.einsum("hij,hpd,jd->ip", alpha, V, X)
+    np.testing.assert_allclose(Y, s.forward(X), atol=1e-12 * np.abs(Y).max())
+    assert ssmheads.interaction_rank(K) == 16
 
 
 def test_a_different_basis_of_the_span_also_passes():
@@ -126,6 +170,19 @@ def test_a_different_basis_of_the_span_also_passes():
         return np.linalg.solve(M.T, c), np.einsum("hg,gpd->hpd", M, V)
 
     result = check_exact_heads(mixed)
+    assert result.status == PASSED, result.message
+
+
+def test_another_family_of_four_fixed_heads_also_passes():
+    """The check asks for four fixed value maps that work, not for these particular ones."""
+    M = np.linalg.qr(np.random.default_rng(1).standard_normal((4, 4)))[0]
+
+    def conjugated(K, X):
+        # W_ij x = M Q_ij M^T x with Q the quaternion answer for the lags M^T K_l M on tokens M^T x
+        alpha, V = quaternion_heads(np.einsum("pq,lpr,rs->lqs", M, K, M), X @ M)
+        return alpha, np.einsum("pq,hqr,sr->hps", M, V, M)
+
+    result = check_quaternion_heads(conjugated)
     assert result.status == PASSED, result.message
 
 
@@ -347,3 +404,123 @@ def test_ragged_answer_fails_without_raising(answer):
     result = check_exact_heads(answer)
     assert result.status == FAILED and not result
     assert "expected" in result.message
+
+
+# ------------------------------------------------------------ the quaternion exercise: wrong answers
+
+
+def _diagonal_only(K, X):
+    """Reproduces the outputs through alpha_ii alone (coefficients that read the whole input): not pairwise."""
+    n = K.shape[0]
+    alpha = np.zeros((4, n, n))
+    Y = np.einsum("ijpd,jd->ip", np.where((np.arange(n)[:, None] >= np.arange(n))[..., None, None],
+                                          K[np.abs(np.arange(n)[:, None] - np.arange(n))], 0.0), X)
+    for i in range(n):
+        x = X[i]
+        alpha[:, i, i] = _hamilton(Y[i], x * np.array([1.0, -1.0, -1.0, -1.0])) / (x @ x)
+    return alpha, QUATERNION_VALUES
+
+
+def _divides_by_zero(K, X):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha, V = quaternion_heads(K, X)
+        norms = np.einsum("jd,jd->j", X, X)
+        return np.where(norms[None, None, :] > 0, alpha, alpha / norms[None, None, :]), V
+
+
+def _input_dependent_values(K, X):
+    alpha, V = quaternion_heads(K, X)
+    return alpha * 2.0, V / 2.0 * (1.0 + (K.shape[0] == 6))  # right on n=20, scaled wrongly later
+
+
+def _anticausal(K, X):
+    alpha, V = quaternion_heads(K, X)
+    alpha[:, 0, 1] = 1.0
+    return alpha, V
+
+
+WRONG_QUATERNION = {
+    "outputs through alpha_ii only": (_diagonal_only, "sum_h alpha[h, i, j] V_h x_j against K_(i-j) x_j"),
+    "divides by a zero token": (_divides_by_zero, "token 2 is zero: alpha: expected finite numbers"),
+    "value maps change": (_input_dependent_values, "the value maps changed from the first case"),
+    "not causal": (_anticausal, "alpha must be causal, zero for j > i; alpha[:, 0, 1] is not"),
+    "three heads": (lambda K, X: (quaternion_heads(K, X)[0][:3], QUATERNION_VALUES[:3]),
+                    "use exactly four heads; you returned 3 value maps"),
+    "identity heads": (lambda K, X: (quaternion_heads(K, X)[0], np.stack([np.eye(4)] * 4)),
+                       "against K_(i-j) x_j"),
+    "a number": (lambda K, X: 1.0, "expected a pair (alpha, values); got float"),
+    "complex": (lambda K, X: (quaternion_heads(K, X)[0] + 0j, QUATERNION_VALUES),
+                "alpha: expected a real array of shape (4, 20, 20); got a complex array"),
+}
+
+
+@pytest.mark.parametrize("answer, expected_in_message", list(WRONG_QUATERNION.values()), ids=list(WRONG_QUATERNION))
+def test_wrong_quaternion_heads_fail_with_what_was_expected(answer, expected_in_message):
+    result = check_quaternion_heads(answer)
+    assert result.status == FAILED, result
+    assert not result
+    assert expected_in_message in result.message
+    _assert_printed(result, "NOT YET")
+
+
+def test_nonnegative_count_that_keeps_zero_lags_fails_on_the_shift():
+    """Demanding phi(K_l) >= 1 of a zero lag makes every cone look non-pointed: k + 1 instead of k."""
+    def keeps_zero_lags(K):
+        G = np.asarray(K).reshape(len(K), -1)
+        if np.any(np.linalg.norm(G, axis=1) == 0):
+            return _always_k(K) + 1
+        return nonnegative_head_count(K)
+
+    result = check_nonnegative_head_count(keeps_zero_lags)
+    assert result.status == FAILED
+    assert "nilpotent shift, B = C = I_3, n=6 (K_3 = K_4 = K_5 = 0): H+ should be 3; got 4" in result.message
+
+
+def test_nonnegative_count_that_stops_at_k_two_fails():
+    result = check_nonnegative_head_count(lambda K: min(nonnegative_head_count(K), 3) if _always_k(K) < 3
+                                          else _always_k(K))
+    assert result.status == FAILED
+    assert "diagonal([-0.9, -0.5, -0.2]), n=8 (k = 3, signs alternate): H+ should be 4; got 3" in result.message
+
+
+# ------------------------------------------------------------ the library's own routines are off during a check
+
+
+def _library_calls():
+    """For each check, an answer that only calls the library (through the package, a module, or an early import)."""
+    from ssmheads.heads import nonnegative_head_count as imported_early
+
+    return {
+        "exact heads": lambda K: ssmheads.optimal_heads(K, ssmheads.interaction_rank(K))[:2],
+        "optimal error": lambda K, H, w: ssmheads.heads.head_count_curve(K, H, w)[H],
+        "nonnegative count": lambda K: imported_early(K),
+        "quaternion heads": lambda K, X: (ssmheads.span.span_basis(K), QUATERNION_VALUES),
+    }
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_an_answer_that_calls_the_library_fails_and_the_library_comes_back(key):
+    K = _lags(rotation(1.0, 0.9), 6)
+    before = ssmheads.optimal_heads(K, 1)[2], ssmheads.nonnegative_head_count(K)
+    result = _check(key)(_library_calls()[key])
+    assert result.status == FAILED and not result
+    assert "raised RuntimeError: this check asks you to write it yourself" in result.message
+    assert (ssmheads.optimal_heads(K, 1)[2], ssmheads.nonnegative_head_count(K)) == before
+
+
+def test_reference_routines_come_back_after_an_error_inside_the_window():
+    K = _lags(rotation(1.0, 0.9), 3)  # (n - 1) theta = 2 < pi: pointed
+    with pytest.raises(ZeroDivisionError):
+        with reference_routines_off():
+            with pytest.raises(RuntimeError, match="write it yourself"):
+                ssmheads.heads.is_pointed(K)
+            1 / 0
+    assert ssmheads.heads.is_pointed(K) is True
+    for module, name in REFERENCE_ROUTINES:
+        assert getattr(getattr(ssmheads, module), name).__code__.co_name == name
+
+
+def test_library_use_outside_the_answer_is_allowed():
+    """Data made with the library before the check (systems, lags) are fine; only calls during it are refused."""
+    lags = {n: _lags(rotation(1.0, 0.9), n) for n in (6, 10)}
+    assert check_exact_heads(lambda K: exact_head_construction(lags.get(K.shape[0], K))).status == PASSED

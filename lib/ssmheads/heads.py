@@ -5,13 +5,13 @@ operator is block-Toeplitz with lags ``Khat_l = sum_h c_h(l) V_h``. Matching an
 SSM's lags ``K_l = C A^l B`` with as few heads as possible is a low-rank
 factorisation of the matrix ``G = [vec K_0, ..., vec K_{n-1}]``:
 
-* :func:`exact_heads` uses ``k = rank G`` heads and is exact (Theorem 5);
+* :func:`exact_heads` uses ``k = rank G`` heads and is exact (Theorem 3.1);
 * :func:`optimal_heads` gives the best ``H < k`` heads and their error, the
-  Eckart-Young tail of the singular values (Corollary 7);
+  Eckart-Young tail of the singular values (Corollary 3.1);
 * :func:`fit_heads` trains heads by gradient descent on white noise, the
   experiment a practitioner would run;
 * :func:`is_pointed`, :func:`nonnegative_heads` and :func:`softmax_heads` handle
-  heads whose weights must be nonnegative or genuine softmax weights (Theorem 12).
+  heads whose weights must be nonnegative or genuine softmax weights (Theorem 3.2).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class FactorizedHeads(_Layer):
 
 
 def optimal_heads(K, H: int, weights=None):
-    """The best ``H`` relative-position heads for the lags ``K`` (Corollary 7).
+    """The best ``H`` relative-position heads for the lags ``K`` (Corollary 3.1).
 
     Minimises ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over value maps and
     coefficients. The minimiser takes ``V_h`` to be the top ``H`` left singular
@@ -212,7 +212,7 @@ def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
 
 
 def white_noise_weights(n: int) -> np.ndarray:
-    """``w_l = n - l``: lag ``l`` occurs in ``n - l`` pairs ``j <= i`` (Corollary 7b, c).
+    """``w_l = n - l``: lag ``l`` occurs in ``n - l`` pairs ``j <= i`` (Chapter 3, after Corollary 3.1).
 
     With these weights the loss of :func:`optimal_heads` equals the expected
     total squared error ``E sum_i ||y_i - yhat_i||^2`` on white-noise input.
@@ -225,7 +225,7 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     """``k(n)`` relative-position heads that reproduce the SSM on every input of length ``<= n``.
 
     The value maps are an orthonormal basis of ``span{K_0, ..., K_{n-1}}`` and the
-    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (Theorem 5).
+    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (Theorem 3.1).
 
     Parameters
     ----------
@@ -250,7 +250,7 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
 
 
 def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
-    """Per-position optimal error on long white-noise sequences, ``H = 0..H_max`` (Corollary 7d).
+    """Per-position optimal error on long white-noise sequences, ``H = 0..H_max`` (Chapter 3, the limit of long sequences).
 
     ``(1/n) sum_{r>H} sigma_r(G_{n-l})^2`` tends to ``sum_{r>H} lambda_r(M_inf)`` with
     ``M_inf = sum_l vec K_l vec K_l^T = (B^T kron C) P (B kron C^T)``, where ``P`` solves
@@ -446,7 +446,7 @@ def is_pointed(K, rtol: float | None = None) -> bool:
 
 
 def nonnegative_head_count(K, rtol: float | None = None) -> int:
-    """``H+``: the fewest heads with nonnegative coefficients that reproduce the lags (Theorem 12).
+    """``H+``: the fewest heads with nonnegative coefficients that reproduce the lags (Theorem 3.2).
 
     ``k`` if the cone of the lags is pointed, ``k + 1`` otherwise.
     """
@@ -593,7 +593,7 @@ class SoftmaxSinkHeads(_Layer):
 
 
 def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
-    """Genuine softmax heads with a sink that reproduce the lags ``K`` exactly (Theorem 12).
+    """Genuine softmax heads with a sink that reproduce the lags ``K`` exactly (Theorem 3.2).
 
     Starts from :func:`nonnegative_heads` with ``strict=True`` (``k`` heads if the cone is
     pointed and no lag is zero, ``k + 1`` otherwise), then for each head: rescales the

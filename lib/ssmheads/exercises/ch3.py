@@ -1,12 +1,76 @@
-"""Checks of the Chapter 3 exercises (the head count)."""
+"""Checks of the Chapter 3 exercises (the head count).
+
+These exercises ask the student to write a routine the library already has
+(``optimal_heads``, ``nonnegative_head_count``, ...). So that an answer cannot
+pass by calling the library's own version, every check computes its reference
+values first and then runs the answer inside :func:`reference_routines_off`,
+a window in which those routines raise ``RuntimeError("... write it yourself
+...")``. The window switches the function objects themselves off (not only the
+module attributes), so a name imported before the check is caught too, and it
+restores them when the answer returns or raises.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import functools
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import numpy as np
 
-from ._common import CheckResult, _compare, _Fail, _numeric, _run
+from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _run
+
+#: The library routines an answer to a Chapter 3 exercise may not call: (module, name).
+REFERENCE_ROUTINES = (
+    ("heads", "exact_heads"), ("heads", "optimal_heads"), ("heads", "head_count_curve"),
+    ("heads", "stationary_residual"), ("heads", "fit_heads"), ("heads", "is_pointed"),
+    ("heads", "nonnegative_head_count"), ("heads", "nonnegative_heads"), ("heads", "softmax_heads"),
+    ("span", "interaction_rank"), ("span", "span_basis"), ("span", "singular_values"),
+    ("span", "lag_span_dimension"), ("span", "lag_span_profile"),
+)
+
+
+def _write_it_yourself(*args, **kwargs):
+    # Only builtins here: this code object runs with the globals of the routine it replaces.
+    raise RuntimeError("this check asks you to write it yourself: the library's own heads and span "
+                       "routines (optimal_heads, nonnegative_head_count, interaction_rank, ...) are "
+                       "switched off while your answer runs")
+
+
+@contextmanager
+def reference_routines_off() -> Iterator[None]:
+    """Within the block, every routine of :data:`REFERENCE_ROUTINES` raises ``RuntimeError``.
+
+    The function objects keep their identity; only their code is swapped for the
+    block's duration, so ``ssmheads.optimal_heads``, ``ssmheads.heads.optimal_heads``
+    and a name bound earlier by ``from ssmheads import optimal_heads`` are all
+    switched off, and all work again after the block, also when it raises.
+    """
+    import importlib
+
+    functions = [getattr(importlib.import_module(f"ssmheads.{module}"), name)
+                 for module, name in REFERENCE_ROUTINES]
+    saved = [f.__code__ for f in functions]
+    try:
+        for f in functions:
+            f.__code__ = _write_it_yourself.__code__
+        yield
+    finally:
+        for f, code in zip(functions, saved):
+            f.__code__ = code
+
+
+def _on_its_own(answer):
+    """``answer`` wrapped so that each call runs inside :func:`reference_routines_off`."""
+    if _is_stub(answer) or not callable(answer):
+        return answer
+
+    @functools.wraps(answer)
+    def guarded(*args):
+        with reference_routines_off():
+            return answer(*args)
+
+    return guarded
 
 
 def _chapter3_targets():
@@ -23,11 +87,12 @@ def _chapter3_targets():
 
 
 def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
-    """Chapter 3, exercise "build the heads": the construction of Theorem 5.
+    """Chapter 3, exercise "build the heads": the construction of Theorem 3.1.
 
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with
     ``sum_h coefficients[h, l] * values[h] == K[l]`` and the fewest heads, ``H = k``.
+    The library's own routines are switched off while the answer runs.
     """
     from ..span import interaction_rank
 
@@ -50,7 +115,7 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
         return test
 
     cases = [(f"exact_head_construction on {label}", (K,), expect(K)) for label, K in _chapter3_targets()]
-    return _run("Chapter 3: build the heads", exact_head_construction, cases,
+    return _run("Chapter 3: build the heads", _on_its_own(exact_head_construction), cases,
                 f"k heads reproduce every lag exactly on {len(cases)} systems")
 
 
@@ -59,6 +124,7 @@ def check_optimal_error(optimal_error: Callable) -> CheckResult:
 
     The answer is a function ``optimal_error(K, H, weights)`` returning the minimum of
     ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over ``H`` heads (a float).
+    The library's own routines are switched off while the answer runs.
     """
     from ..heads import head_count_curve, white_noise_weights
 
@@ -78,25 +144,34 @@ def check_optimal_error(optimal_error: Callable) -> CheckResult:
         for H, weights, wname in ((1, np.ones(n), "ones"), (2, white_noise_weights(n), "n - l")):
             value = float(head_count_curve(K, H, weights)[H])
             cases.append((f"optimal_error on {label}, H={H}, weights {wname}", (K, H, weights), expect(value)))
-    return _run("Chapter 3: the Eckart-Young tail", optimal_error, cases,
+    return _run("Chapter 3: the Eckart-Young tail", _on_its_own(optimal_error), cases,
                 f"the optimal error is right on {len(cases)} cases (plain and white-noise weights)")
 
 
 def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResult:
     """Chapter 3, exercise "count nonnegative heads": ``H+ = k`` if the cone is pointed, else ``k + 1``.
 
-    The answer is a function ``nonnegative_head_count(K)`` returning an integer.
+    The answer is a function ``nonnegative_head_count(K)`` returning an integer. The cases
+    include ``k = 3`` with a pointed and a non-pointed cone, and lags that are exactly zero
+    (which a pointing functional must ignore). The library's own routines are switched
+    off while the answer runs.
     """
     from ..heads import nonnegative_head_count as reference
     from ..models import lag_operators
-    from ..systems import rotation
+    from ..systems import diagonal, rotation
 
     def scalar(a, n):
         return lag_operators([[a]], [[1.0]], [[1.0]], n)
 
+    shift = np.diag([1.0, 1.0], -1)  # nilpotent: e1 -> e2 -> e3 -> 0, so K_l = 0 for l >= 3
     targets = [("scalar a = 0.5, n=8", scalar(0.5, 8)), ("scalar a = -0.5, n=8", scalar(-0.5, 8)),
                ("rotation(0.5), n=6 ((n-1) theta < pi)", lag_operators(*_rot(rotation(0.5, 0.9)), 6)),
-               ("rotation(0.5), n=8 ((n-1) theta > pi)", lag_operators(*_rot(rotation(0.5, 0.9)), 8))]
+               ("rotation(0.5), n=8 ((n-1) theta > pi)", lag_operators(*_rot(rotation(0.5, 0.9)), 8)),
+               ("diagonal([0.9, 0.5, 0.2]), n=8 (k = 3)", lag_operators(*_rot(diagonal([0.9, 0.5, 0.2])), 8)),
+               ("diagonal([-0.9, -0.5, -0.2]), n=8 (k = 3, signs alternate)",
+                lag_operators(*_rot(diagonal([-0.9, -0.5, -0.2])), 8)),
+               ("nilpotent shift, B = C = I_3, n=6 (K_3 = K_4 = K_5 = 0)",
+                lag_operators(shift, np.eye(3), np.eye(3), 6))]
 
     def expect(value):
         def test(out, label):
@@ -107,11 +182,80 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
         return test
 
     cases = [(f"nonnegative_head_count on {label}", (K,), expect(reference(K))) for label, K in targets]
-    return _run("Chapter 3: count nonnegative heads", nonnegative_head_count, cases,
-                f"H+ is right on {len(cases)} systems (signs, rotations before and after half a turn)")
+    return _run("Chapter 3: count nonnegative heads", _on_its_own(nonnegative_head_count), cases,
+                f"H+ is right on {len(cases)} systems (signs, rotations before and after half a turn, "
+                "k = 3, zero lags)")
 
 
 def _rot(ssm):
     return ssm.A, ssm.B, ssm.C
 
 
+
+
+def _quaternion_cases():
+    """(label, K, X) for the quaternion exercise: SSMs with p = d = 4 and inputs to run them on."""
+    from ..models import LinearSSM, lag_operators
+    from ..systems import random_stable, rotation_matrix
+
+    cases = []
+    big = random_stable(16, 4, 4, rho=0.9, seed=3)  # N = 16: k = 16 lag operators for n >= 16
+    for n, seed in ((20, 0), (6, 1)):
+        X = np.random.default_rng(seed).standard_normal((n, 4))
+        cases.append((f"random_stable(16, 4, 4, rho=0.9, seed=3), n={n}", lag_operators(big.A, big.B, big.C, n), X))
+    X = np.random.default_rng(2).standard_normal((8, 4))
+    X[2] = 0.0  # a zero token: any finite coefficients are right for it
+    X[5] = X[4]
+    cases.append(("random_stable(16, 4, 4, rho=0.9, seed=3), n=8, token 2 is zero",
+                  lag_operators(big.A, big.B, big.C, 8), X))
+    Z = np.zeros((2, 2))
+    two = LinearSSM(np.block([[0.9 * rotation_matrix(0.7), Z], [Z, 0.6 * rotation_matrix(2.0)]]),
+                    np.eye(4), np.eye(4))
+    cases.append(("two rotations, B = C = I_4, n=10", lag_operators(two.A, two.B, two.C, 10),
+                  np.random.default_rng(4).standard_normal((10, 4))))
+    return cases
+
+
+def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
+    """Chapter 3, exercise "four heads on R^4": token-dependent coefficients for four fixed heads.
+
+    The answer is a function ``quaternion_heads(K, X)`` taking lags ``K (n, 4, 4)`` and
+    an input ``X (n, 4)`` and returning ``(alpha (4, n, n), values (4, 4, 4))``: four
+    value maps ``V_h`` that do not depend on ``K`` or ``X``, and causal coefficients
+    with ``sum_h alpha[h, i, j] V_h x_j = K_{i-j} x_j`` for every pair ``j <= i``
+    (so the heads reproduce the SSM's output on ``X``, pair by pair). The library's
+    own routines are switched off while the answer runs.
+    """
+    first_values = []
+
+    def expect(K, X):
+        n = K.shape[0]
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+        target = np.where((lag >= 0)[..., None], np.einsum("ijpd,jd->ijp", K[np.clip(lag, 0, None)], X), 0.0)
+
+        def test(out, label):
+            try:
+                alpha, V = out
+            except (TypeError, ValueError):
+                raise _Fail(f"{label}: expected a pair (alpha, values); got {type(out).__name__}") from None
+            if np.ndim(V) == 3 and np.shape(V)[0] != 4:
+                raise _Fail(f"{label}: use exactly four heads; you returned {np.shape(V)[0]} value maps")
+            V = _numeric(V, (4, 4, 4), f"{label}: values")
+            alpha = _numeric(alpha, (4, n, n), f"{label}: alpha")
+            if not first_values:
+                first_values.append(V)
+            elif np.abs(V - first_values[0]).max() > 1e-12 * max(1.0, np.abs(V).max()):
+                raise _Fail(f"{label}: the value maps changed from the first case; a head's value map is "
+                            "fixed, only the coefficients may depend on the input")
+            scale = max(1.0, float(np.abs(alpha).max()))
+            if np.abs(alpha[:, lag < 0]).max(initial=0.0) > 1e-12 * scale:
+                i, j = np.argwhere((np.abs(alpha).max(axis=0) > 1e-12 * scale) & (lag < 0))[0]
+                raise _Fail(f"{label}: alpha must be causal, zero for j > i; alpha[:, {i}, {j}] is not")
+            got = np.einsum("hij,hpd,jd->ijp", alpha, V, X)  # what each pair (i, j) contributes
+            _compare(got, target, f"{label}: sum_h alpha[h, i, j] V_h x_j against K_(i-j) x_j, entry (i, j, row)")
+        return test
+
+    cases = [(f"quaternion_heads on {label}", (K, X), expect(K, X)) for label, K, X in _quaternion_cases()]
+    return _run("Chapter 3: four heads on R^4", _on_its_own(quaternion_heads), cases,
+                f"four fixed heads reproduce every pair K_(i-j) x_j on {len(cases)} systems and inputs, "
+                "including a k = 16 SSM and a zero token")
