@@ -19,11 +19,25 @@ def test_head_explorer_figure_reports_k_and_h(family, H):
 
 def test_head_explorer_figure_error_vanishes_at_k():
     fig = head_explorer_figure("diagonal", n=12, H=3, k=3)
-    error = float(fig._suptitle.get_text().rsplit(" ", 1)[-1])
-    assert error < 1e-20
+    assert fig._suptitle.get_text().endswith("exact: error per position < 1e-12 of H = 0")
     plt.close(fig)
     fig = head_explorer_figure("diagonal", n=12, H=2, k=3)
     assert float(fig._suptitle.get_text().rsplit(" ", 1)[-1]) > 1e-6
+    plt.close(fig)
+
+
+def test_head_explorer_figure_is_logarithmic_and_draws_no_fake_values():
+    """Errors that are zero up to rounding sit on the axis floor as triangles, not as plotted values."""
+    fig = head_explorer_figure("random with lag rank k", n=16, H=2, k=4)
+    left, middle, right = fig.axes
+    assert left.get_yscale() == "log" and right.get_yscale() == "log"
+    error_line, exact_marks = left.get_lines()[:2]
+    np.testing.assert_array_equal(error_line.get_xdata(), [0, 1, 2, 3])  # H < k = 4: positive errors
+    np.testing.assert_array_equal(exact_marks.get_xdata(), [4, 5])      # H >= k: exact
+    assert exact_marks.get_marker() == "v"
+    assert np.all(np.asarray(error_line.get_ydata()) > 1e-12 * error_line.get_ydata()[0])
+    assert len(right.get_lines()) == 1  # H = 2 < k misses every lag: no exact marks, no floor
+    assert len(middle.get_lines()) == 2 + 1  # two coefficient curves and the zero line
     plt.close(fig)
 
 

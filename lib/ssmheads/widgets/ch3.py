@@ -10,14 +10,23 @@ from .._validate import check_positive_int
 from .ch2 import FAMILIES, family_system
 from ._common import _explorer
 
+#: Errors below this fraction of the largest are zero up to rounding; drawn on the axis floor.
+ZERO_FLOOR = 1e-12
+
 
 def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H: int = 2,
                          theta: float = 1.0, rho: float = 0.9, k: int = 4, seed: int = 0):
     """The best ``H`` heads for one example SSM: their error, their coefficients, the error per lag.
 
     Left: optimal per-position white-noise error ``(1/n) sum_{r>H} sigma_r^2`` (weights
-    ``n - l``) for every head count, the chosen ``H`` marked. Middle: the coefficients
-    ``c_h(l)`` of the optimal ``H`` heads. Right: ``||K_l - Khat_l||_F`` per lag (log scale).
+    ``n - l``) for every head count, on a log scale, the chosen ``H`` marked; head
+    counts whose error is below ``1e-12`` of the error with no heads (zero up to
+    rounding: ``H >= k``) are drawn as triangles on the floor of the axis, not as
+    values. Middle: the coefficients ``c_h(l)`` of the optimal ``H`` heads (for the
+    default system, ``A`` has the eigenvalues ``+-0.9`` and ``+-0.3``, so the lags
+    split into even and odd parts and the coefficients zig-zag). Right:
+    ``||K_l - Khat_l||_F`` per lag (log scale), with lags matched to rounding drawn
+    as triangles on the floor in the same way.
 
     Parameters
     ----------
@@ -48,26 +57,46 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     Khat = np.einsum("hl,hpd->lpd", c, V)
     per_lag = np.sqrt(np.einsum("lpd,lpd->l", K - Khat, K - Khat))
     fig, (a0, a1, a2) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
-    a0.plot(range(H_max + 1), curve, "o-")
-    a0.plot([H], [curve[H]], "o", ms=12, mfc="none", color="C3")
+    Hs = np.arange(H_max + 1)
+    floor = ZERO_FLOOR * curve[0] if curve[0] > 0 else 1.0
+    zero = curve <= floor
+    a0.semilogy(Hs[~zero], curve[~zero], "o-", label="optimal error")
+    if zero.any():
+        a0.semilogy(Hs[zero], np.full(zero.sum(), floor), "v", color="C2",
+                    label=f"exact (< {ZERO_FLOOR:.0e} of $H=0$)")
+    a0.plot([H], [max(curve[H], floor)], "o", ms=12, mfc="none", color="C3")
     a0.axvline(rank, color="gray", ls=":", label=f"k = {rank}")
+    if zero.any():
+        a0.set_ylim(bottom=floor / 3)
     a0.set_xlabel("heads $H$")
     a0.set_ylabel("error per position")
-    a0.legend()
-    a0.set_title("optimal error")
+    a0.legend(fontsize=7)
+    a0.set_title("optimal error (log scale)")
     a0.xaxis.set_major_locator(MaxNLocator(integer=True))
     for h in range(H):
         a1.plot(range(n), c[h], ".-", label=f"$c_{{{h + 1}}}(l)$")
     a1.axhline(0.0, color="gray", lw=0.5)
     a1.set_xlabel("lag $l$")
+    a1.xaxis.set_major_locator(MaxNLocator(integer=True))
     a1.set_title(f"coefficients of the {H} heads")
     if 0 < H <= 6:
         a1.legend(fontsize=7)
-    a2.semilogy(range(n), np.maximum(per_lag, 1e-17), ".-")
+    lag_floor = ZERO_FLOOR * float(np.sqrt(np.einsum("lpd,lpd->l", K, K)).max() or 1.0)
+    missed = per_lag > lag_floor
+    if missed.any():
+        a2.semilogy(np.arange(n)[missed], per_lag[missed], ".-", label="missed")
+    if not missed.all():
+        a2.semilogy(np.arange(n)[~missed], np.full((~missed).sum(), lag_floor), "v", color="C2",
+                    label=f"exact (< {ZERO_FLOOR:.0e} of max $\\|K_l\\|$)")
+    if not missed.all():
+        a2.set_ylim(bottom=lag_floor / 3)
+    a2.legend(fontsize=7)
     a2.set_xlabel("lag $l$")
     a2.set_ylabel(r"$\|K_l-\hat K_l\|_F$")
     a2.set_title("what the heads miss, per lag")
-    fig.suptitle(f"{family}: k = {rank}, H = {H}, error per position {residual / n:.2e}")
+    error = (f"error per position {residual / n:.2e}" if residual / n > floor
+             else f"exact: error per position < {ZERO_FLOOR:.0e} of H = 0")
+    fig.suptitle(f"{family}: k = {rank}, H = {H}, {error}")
     return fig
 
 
