@@ -11,8 +11,8 @@ block adds a polynomial factor). Checks G1-G5.
 Every expected value is computed here independently of the function under test:
 central finite differences of ``forward``, Proposition 8 written as a plain loop over
 heads, positions and keys, lag operators by repeated multiplication, softmax weights of
-the last row recomputed from the projections, a brute-force maximum for Gelfand's
-constant, and central differences of the lag task's loss. All random draws are seeded.
+the last row recomputed from the projections, and a brute-force maximum for Gelfand's
+constant. The training experiments are tested in test_trainability.py. All random draws are seeded.
 """
 
 import itertools
@@ -37,7 +37,7 @@ from ssmheads import (
     softmax_heads,
 )
 from ssmheads import gradients
-from ssmheads.gradients import DecayBound, LagTaskResult, gelfand_constant, lag_task_signal, train_lag_task
+from ssmheads.gradients import DecayBound, gelfand_constant
 from ssmheads.heads import FactorizedHeads, SoftmaxSinkHeads
 from ssmheads.systems import jordan, random_attention, random_stable, rotation, rotation_matrix
 
@@ -674,158 +674,3 @@ def test_decay_bound_rejects_bad_lags(lags):
 def test_decay_bound_checks_the_system_shapes():
     with pytest.raises(ValueError, match=r"B has shape \(3, 2\), but axis 0 must be 2"):
         decay_bound(0.5 * np.eye(2), np.ones((3, 2)), np.ones((2, 2)), np.arange(3))
-
-
-# ------------------------------------------------------------ 7. the lag task
-
-
-def test_attention_signal_does_not_depend_on_the_lag():
-    n = 64
-    signals = [lag_task_signal("attention", L, n) for L in (0, 1, 4, 31, 48, 63)]
-    assert signals[0] > 0
-    assert max(signals) - min(signals) <= 1e-12 * signals[0]
-
-
-@pytest.mark.parametrize("rho", [0.5, 0.9, 0.99])
-def test_ssm_signal_is_proportional_to_rho_to_the_lag(rho):
-    """The gradient of -2 <M, C A^L B> with A = rho R(0.3): rotations keep Frobenius norms,
-    so signal(L) = rho^L signal(0) exactly, and it vanishes with L."""
-    n = 64
-    s0 = lag_task_signal("ssm", 0, n, rho=rho)
-    for L in (1, 4, 17, 48, 63):
-        assert lag_task_signal("ssm", L, n, rho=rho) == pytest.approx(s0 * rho ** L, rel=1e-12)
-    if rho <= 0.9:
-        assert lag_task_signal("ssm", 48, n, rho=rho) < 1e-2 * s0
-
-
-def test_lag_task_signal_depends_on_the_seed_and_not_on_n_for_the_ssm():
-    assert lag_task_signal("ssm", 3, 8, seed=1) != lag_task_signal("ssm", 3, 8, seed=2)
-    assert lag_task_signal("ssm", 3, 8, seed=1) == pytest.approx(lag_task_signal("ssm", 3, 64, seed=1), rel=1e-12)
-
-
-def _central_gradient(loss, params, eps=1e-6):
-    grads = []
-    for k, x in enumerate(params):
-        g = np.zeros_like(x)
-        for idx in np.ndindex(x.shape):
-            plus = [y.copy() for y in params]
-            minus = [y.copy() for y in params]
-            plus[k][idx] += eps
-            minus[k][idx] -= eps
-            g[idx] = (loss(plus) - loss(minus)) / (2 * eps)
-        grads.append(g)
-    return grads
-
-
-@pytest.mark.parametrize("model", ["attention", "ssm"])
-@pytest.mark.parametrize("L", [0, 3, 7])
-def test_lag_task_gradient_matches_central_differences(model, L):
-    n = 8
-    M, powers, params = gradients._lag_task_setup(model, L, n, 0.8, 5)
-    g = rng(100 + L)
-    params = [g.standard_normal(x.shape) for x in params]  # random parameters, not the initialisation
-
-    def direct_loss(ps):
-        """sum_l ||Khat_l - M delta_lL||_F^2 by a loop over lags."""
-        if model == "attention":
-            b, V = ps
-            a = np.exp(b) / np.exp(b).sum()
-            K = [a[l] * V for l in range(n)]
-        else:
-            B, C = ps
-            K = [C @ np.linalg.matrix_power(powers[1], l) @ B for l in range(n)]
-        return sum(np.sum((K[l] - (M if l == L else 0)) ** 2) for l in range(n))
-
-    loss, grads = gradients._lag_task_loss_grad(model, params, M, powers, L)
-    assert loss == pytest.approx(direct_loss(params), rel=1e-12)
-    for got, expected in zip(grads, _central_gradient(direct_loss, params)):
-        assert got.shape == expected.shape
-        assert rel_gap(got, expected) <= FD_TOL
-
-
-def _initial_loss(model, L, n, rho, seed):
-    M, powers, (x, y) = gradients._lag_task_setup(model, L, n, rho, seed)
-    total = 0.0
-    for l in range(n):
-        K = np.full(n, 1.0 / n)[l] * y if model == "attention" else y @ powers[l] @ x
-        total += np.sum((K - (M if l == L else 0)) ** 2)
-    return total
-
-
-@pytest.mark.parametrize("model", ["attention", "ssm"])
-def test_train_lag_task_records_the_initial_loss_first(model):
-    result = train_lag_task(model, 5, 16, steps=3, rho=0.7, seed=2)
-    assert isinstance(result, LagTaskResult)
-    assert result.losses.shape == (4,)
-    assert result.losses[0] == pytest.approx(_initial_loss(model, 5, 16, 0.7, 2), rel=1e-12)
-    assert result.losses[1] != result.losses[0]
-    assert result.signal == lag_task_signal(model, 5, 16, rho=0.7, seed=2)
-
-
-@pytest.mark.parametrize("L", [4, 48])
-def test_attention_learns_the_lag_at_any_distance(L):
-    result = train_lag_task("attention", L, 64)
-    assert result.losses[-1] < 0.01
-    assert result.losses[-1] < result.losses[0]
-    assert 0 < result.lag_weight < 1
-    assert result.lag_weight > 0.5  # the head has moved its weight onto lag L
-
-
-def test_stable_ssm_cannot_reach_a_distant_lag():
-    far = train_lag_task("ssm", 48, 64, rho=0.9)
-    assert far.losses[-1] > 0.9
-    assert far.lag_weight < 1e-3
-    near = train_lag_task("ssm", 4, 64, rho=0.9)
-    assert near.losses[-1] < far.losses[-1] - 0.05  # a near lag is learnable, at least in part
-
-
-def test_train_lag_task_is_deterministic_for_a_seed():
-    a = train_lag_task("ssm", 6, 16, steps=40, seed=3)
-    b = train_lag_task("ssm", 6, 16, steps=40, seed=3)
-    np.testing.assert_array_equal(a.losses, b.losses)
-    assert (a.signal, a.lag_weight) == (b.signal, b.lag_weight)
-    c = train_lag_task("ssm", 6, 16, steps=40, seed=4)
-    assert not np.array_equal(a.losses, c.losses)
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(model="transformer"), "model must be 'attention' or 'ssm'; got 'transformer'"),
-    (dict(model=None), "model must be 'attention' or 'ssm'"),
-    (dict(L=16), "L must be smaller than n = 16; got 16"),
-    (dict(L=20), "L must be smaller than n = 16; got 20"),
-    (dict(L=-1), "L must be an integer >= 0"),
-    (dict(L=2.0), "L must be an integer >= 0"),
-    (dict(n=1, L=0), "n must be an integer >= 2"),
-    (dict(rho=0.0), r"rho must lie in \(0, 1\)"),
-    (dict(rho=1.0), r"rho must lie in \(0, 1\)"),
-    (dict(rho=-0.5), r"rho must lie in \(0, 1\)"),
-    (dict(rho=float("nan")), r"rho must lie in \(0, 1\)"),
-    (dict(seed=-1), "seed must be an integer >= 0"),
-], ids=["model name", "model None", "L = n", "L > n", "L negative", "L float", "n", "rho 0", "rho 1",
-        "rho negative", "rho nan", "seed"])
-@pytest.mark.parametrize("call", ["signal", "train"])
-def test_lag_task_rejects_bad_arguments(call, kwargs, match):
-    args = dict(model="attention", L=3, n=16, rho=0.9, seed=0) | kwargs
-    with pytest.raises(ValueError, match=match):
-        if call == "signal":
-            lag_task_signal(**args)
-        else:
-            train_lag_task(steps=2, **args)
-
-
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(steps=0), "steps must be an integer >= 1"),
-    (dict(steps=2.5), "steps must be an integer >= 1"),
-    (dict(lr=0), "lr must be a positive number"),
-    (dict(lr=-0.1), "lr must be a positive number"),
-    (dict(lr=True), "lr must be a positive number"),
-    (dict(lr="0.05"), "lr must be a positive number"),
-], ids=["steps 0", "steps float", "lr 0", "lr negative", "lr bool", "lr string"])
-def test_train_lag_task_rejects_bad_steps_and_rates(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        train_lag_task("attention", 3, 16, **kwargs)
-
-
-def test_train_lag_task_rejects_an_infinite_rate():
-    with pytest.raises(ValueError, match="lr must be a positive number"):
-        train_lag_task("attention", 3, 16, steps=3, lr=float("inf"))

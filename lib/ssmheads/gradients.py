@@ -8,6 +8,13 @@ attention it adds two terms that come from differentiating the weights
 * value path ``a_ij W_O W_V``;
 * key path ``a_ij W_O (v_j - o_i) (W_K^T q_i)^T / sqrt(d_k)``;
 * query path, at ``j = i`` only, ``sum_m a_im W_O (v_m - o_i) (W_Q^T k_m)^T / sqrt(d_k)``.
+
+Trainability with capacity held fixed: a diagonal complex SSM that *can* represent a
+delay, trained by Adam on the exact white-noise loss of the delay-``L`` task
+(:func:`train_diagonal_ssm`, :func:`delay_task_sweep`), and one content-based softmax
+head with relative-position information trained on associative recall
+(:func:`train_recall_head`). All gradients are analytic and tested against finite
+differences.
 """
 
 from __future__ import annotations
@@ -30,9 +37,15 @@ __all__ = [
     "gelfand_constant",
     "DecayBound",
     "decay_bound",
-    "lag_task_signal",
-    "LagTaskResult",
-    "train_lag_task",
+    "diagonal_ssm_kernel",
+    "delay_task_loss",
+    "DiagonalSSMResult",
+    "train_diagonal_ssm",
+    "delay_task_sweep",
+    "recall_loss",
+    "RecallResult",
+    "train_recall_head",
+    "recall_eval",
 ]
 
 _LINEAR_LAYERS = (Convolution, PositionwiseLinear, FactorizedHeads, SoftmaxSinkHeads)
@@ -366,152 +379,503 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
     return DecayBound(lags, general, kappa, float(rho_bar), diagonalizable, cond if diagonalizable is not None else None)
 
 
-# ---------------------------------------------------------------- a lagged-regression task
+# ---------------------------------------------------------------- trainability with capacity held fixed
+
+_BETA1, _BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
+
+
+def _check_number(name: str, value, low: float = -np.inf, high: float = np.inf, what: str = "") -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or not low < value < high:
+        raise ValueError(f"{name} must be a finite number{what}; got {value!r}")
+    return float(value)
+
+
+def _check_pairs(name: str, value, M: int) -> np.ndarray:
+    arr = as_array(name, value, 2, "(M, 2)")
+    if arr.shape != (M, 2):
+        raise ValueError(f"{name} must have shape (M, 2) = ({M}, 2) (real and imaginary parts); got shape {arr.shape}")
+    return arr[:, 0] + 1j * arr[:, 1]
+
+
+def _pairs(z: np.ndarray) -> np.ndarray:
+    return np.stack([z.real, z.imag], axis=-1)
+
+
+def _delay_loss_grad(nu, theta, b, c, L, n):
+    """Batched exact delay-L loss and its gradient; parameters of shape (R, M), L of shape (R,).
+
+    K_l = Re sum_m c_m b_m lambda_m^l with lambda_m = exp(mu_m), mu_m = -exp(nu_m) + i theta_m.
+    Loss = sum_l w_l (K_l - delta_lL)^2 / w_L with w_l = n - l. For a real function of a complex
+    parameter the gradient is returned as d/dRe + i d/dIm: d K_l / d c_m = conj(b_m lambda_m^l), and
+    with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h, d K_l / d theta = -Im h.
+    """
+    lags = np.arange(n)
+    mu = -np.exp(nu) + 1j * theta  # (R, M)
+    Z = np.exp(lags[None, :, None] * mu[:, None, :])  # (R, n, M): lambda_m^l
+    g = c * b
+    K = np.einsum("rlm,rm->rl", Z, g).real  # (R, n)
+    w = (n - lags).astype(float)
+    wL = (n - L).astype(float)
+    resid = K.copy()
+    resid[np.arange(K.shape[0]), L] -= 1.0
+    loss = np.sum(w * resid**2, axis=1) / wL
+    e = 2.0 * w[None, :] * resid / wL[:, None]  # d loss / d K_l
+    S = np.einsum("rl,rlm->rm", e, Z)
+    T = np.einsum("rl,rlm->rm", e * lags, Z)
+    h = g * T
+    return loss, K, (-np.exp(nu) * h.real, -h.imag, np.conj(c * S), np.conj(b * S))
+
+
+def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
+    """Impulse response ``K_l = Re sum_m c_m b_m lambda_m^l`` of a diagonal complex SISO SSM.
+
+    The modes are ``lambda_m = exp(-exp(nu_m) + i theta_m)`` (the LRU parametrisation: every
+    real ``nu`` gives ``|lambda_m| < 1``). The state is ``h_i = Lambda h_{i-1} + b x_i`` in
+    ``C^M`` and the output ``y_i = Re(c^T h_i)``, so ``d y_i / d x_j = K_{i-j}``.
+
+    Parameters
+    ----------
+    nu, theta : array, shape (M,)
+        Log-log decay rates and phases: ``|lambda_m| = exp(-exp(nu_m))``.
+    b, c : array, shape (M, 2)
+        Input and output weights as (real, imaginary) pairs.
+    n : int
+        Number of lags.
+
+    Returns
+    -------
+    K : ndarray, shape (n,)
+    """
+    nu, theta, b, c = _check_diagonal(nu, theta, b, c)
+    n = check_positive_int("n", n)
+    Z = np.exp(np.arange(n)[:, None] * (-np.exp(nu) + 1j * theta)[None, :])
+    return (Z @ (c * b)).real
+
+
+def _check_diagonal(nu, theta, b, c):
+    nu = as_array("nu", nu, 1, "(M,)")
+    M = nu.shape[0]
+    if M < 1:
+        raise ValueError("nu must have at least one mode, shape (M,) with M >= 1; got shape (0,)")
+    theta = as_array("theta", theta, 1, "(M,)")
+    check_size("theta", theta, 0, M, "M, the number of modes in nu")
+    return nu, theta, _check_pairs("b", b, M), _check_pairs("c", c, M)
+
+
+def delay_task_loss(nu, theta, b, c, L: int, n: int):
+    """Exact white-noise loss of a diagonal SSM on the delay-``L`` task, with its gradient.
+
+    Task: ``y_i = x_{i-L}`` at every position ``i < n`` of a white-noise sequence (zero before
+    the start). By Corollary 7(c) of the book's mathematics the expected total squared error
+    is ``sum_l w_l (K_l - delta_{lL})^2`` with ``w_l = n - l`` (lag ``l`` is seen by ``n - l``
+    positions). It is divided by ``w_L = n - L``, its value with no model (``K = 0``), so
+    the loss is 1 for a model that outputs nothing and 0 for an exact delay.
+
+    Parameters
+    ----------
+    nu, theta : array, shape (M,)
+    b, c : array, shape (M, 2)
+        As in :func:`diagonal_ssm_kernel`.
+    L : int
+        The delay, ``0 <= L < n``.
+    n : int
+        Sequence length.
+
+    Returns
+    -------
+    loss : float
+    grads : dict of ndarray
+        ``"nu"``, ``"theta"`` of shape (M,) and ``"b"``, ``"c"`` of shape (M, 2): the exact
+        partial derivatives (analytic, complex arithmetic).
+    """
+    nu, theta, b, c = _check_diagonal(nu, theta, b, c)
+    n, L = _check_delay(L, n)
+    loss, _, (gnu, gth, gb, gc) = _delay_loss_grad(nu[None], theta[None], b[None], c[None], np.array([L]), n)
+    return float(loss[0]), {"nu": gnu[0], "theta": gth[0], "b": _pairs(gb[0]), "c": _pairs(gc[0])}
+
+
+def _check_delay(L, n):
+    n = check_positive_int("n", n, minimum=1)
+    L = check_positive_int("L", L, minimum=0)
+    if L >= n:
+        raise ValueError(f"L must be smaller than n = {n}; got {L}")
+    return n, L
+
+
+def _check_radius(radius) -> tuple[float, float]:
+    try:
+        lo, hi = (float(r) for r in radius)
+    except (TypeError, ValueError):
+        raise ValueError(f"radius must be a pair (low, high) with 0 <= low < high < 1; got {radius!r}") from None
+    if not (0 <= lo < hi < 1):
+        raise ValueError(f"radius must be a pair (low, high) with 0 <= low < high < 1; got {radius!r}")
+    return lo, hi
+
+
+def _init_diagonal(modes: int, radius: tuple[float, float], seed: int):
+    """Radii uniform in ``radius`` (then nu = log(-log r)), phases uniform, complex b ~ CN(0, 1),
+    c ~ CN(0, 0.01 / M)."""
+    rng = np.random.default_rng(seed)
+    r = np.clip(rng.uniform(radius[0], radius[1], modes), 1e-300, None)
+    nu = np.log(-np.log(r))
+    theta = rng.uniform(0.0, 2 * np.pi, modes)
+    b = (rng.standard_normal(modes) + 1j * rng.standard_normal(modes)) / np.sqrt(2)
+    c = 0.1 * (rng.standard_normal(modes) + 1j * rng.standard_normal(modes)) / np.sqrt(2 * modes)
+    return nu, theta, b, c
+
+
+def _adam_step(params, grads, m1, m2, t: int, lr: float) -> None:
+    """One Adam step in place; a complex parameter is a pair of real ones (moments per part)."""
+    for x, g, u, v in zip(params, grads, m1, m2):
+        u *= _BETA1
+        u += (1 - _BETA1) * g
+        v *= _BETA2
+        if np.iscomplexobj(x):
+            v += (1 - _BETA2) * (g.real**2 + 1j * g.imag**2)
+        else:
+            v += (1 - _BETA2) * g * g
+        uh, vh = u / (1 - _BETA1**t), v / (1 - _BETA2**t)
+        if np.iscomplexobj(x):
+            x -= lr * (uh.real / (np.sqrt(vh.real) + _ADAM_EPS) + 1j * uh.imag / (np.sqrt(vh.imag) + _ADAM_EPS))
+        else:
+            x -= lr * uh / (np.sqrt(vh) + _ADAM_EPS)
+
+
+def _train_diagonal_batch(Ls, n, modes, radii, seeds, steps, lr):
+    """Train R independent diagonal SSMs at once (run r: delay Ls[r], radius radii[r], seed seeds[r])."""
+    inits = [_init_diagonal(modes, rad, s) for rad, s in zip(radii, seeds)]
+    params = [np.stack([p[k] for p in inits]) for k in range(4)]  # nu, theta, b, c: (R, M)
+    Ls = np.asarray(Ls, dtype=int)
+    m1 = [np.zeros_like(p) for p in params]
+    m2 = [np.zeros_like(p) for p in params]
+    losses = np.empty((len(Ls), steps + 1))
+    for t in range(steps):
+        losses[:, t], _, grads = _delay_loss_grad(*params, Ls, n)
+        _adam_step(params, grads, m1, m2, t + 1, lr)
+    losses[:, steps], K, _ = _delay_loss_grad(*params, Ls, n)
+    return losses, K, params
+
 
 @dataclass(frozen=True)
-class LagTaskResult:
-    """Outcome of :func:`train_lag_task`.
+class DiagonalSSMResult:
+    """Outcome of :func:`train_diagonal_ssm`.
 
     Attributes
     ----------
     losses : ndarray, shape (steps + 1,)
-        Population loss before each step and after the last.
-    signal : float
-        Norm of the target's pull on the parameters at initialisation (see :func:`lag_task_signal`).
-    lag_weight : float
-        For ``model="attention"``, the final softmax weight on distance ``L``; for the SSM,
-        ``||C A^L B||_F / ||M||_F`` at the end.
+        Exact normalised loss (1 with no model) before each Adam step and after the last.
+    radii : ndarray, shape (M,)
+        Final ``|lambda_m|``.
+    initial_radii : ndarray, shape (M,)
+    kernel : ndarray, shape (n,)
+        Final impulse response ``K_l`` (the target is ``delta_{lL}``).
+    nu, theta : ndarray, shape (M,)
+    b, c : ndarray, shape (M, 2)
+        Final parameters, as for :func:`diagonal_ssm_kernel`.
     """
 
     losses: np.ndarray
-    signal: float
-    lag_weight: float
+    radii: np.ndarray
+    initial_radii: np.ndarray
+    kernel: np.ndarray
+    nu: np.ndarray
+    theta: np.ndarray
+    b: np.ndarray
+    c: np.ndarray
 
 
-def _lag_task_setup(model: str, L: int, n: int, rho: float, seed: int):
-    if model not in ("attention", "ssm"):
-        raise ValueError(f"model must be 'attention' or 'ssm'; got {model!r}")
-    n = check_positive_int("n", n, minimum=2)
-    L = check_positive_int("L", L, minimum=0)
-    if L >= n:
-        raise ValueError(f"L must be smaller than n = {n}; got {L}")
-    if not (isinstance(rho, (int, float, np.floating)) and 0 < rho < 1):
-        raise ValueError(f"rho must lie in (0, 1); got {rho!r}")
-    rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
-    M = rng.standard_normal((2, 2))
-    M /= np.linalg.norm(M)  # ||M||_F = 1: the loss with no model is 1
-    A = rho * np.array([[np.cos(0.3), -np.sin(0.3)], [np.sin(0.3), np.cos(0.3)]])
-    if model == "attention":
-        params = [np.zeros(n), 0.5 * rng.standard_normal((2, 2))]  # scores b_l, value map V
-    else:
-        params = [0.5 * rng.standard_normal((2, 2)), 0.5 * rng.standard_normal((2, 2))]  # B, C
-    powers = np.stack([np.linalg.matrix_power(A, l) for l in range(n)])  # A^l, l < n
-    return M, powers, params
+def _check_training(steps, lr, modes):
+    steps = check_positive_int("steps", steps)
+    lr = _check_number("lr", lr, 0.0, np.inf, " > 0")
+    modes = check_positive_int("modes", modes)
+    return steps, lr, modes
 
 
-def _lag_task_loss_grad(model: str, params, M, powers, L: int):
-    """Population loss sum_l ||Khat_l - M delta_lL||_F^2 and its exact gradient."""
-    n = powers.shape[0]
-    target = np.zeros((n, 2, 2))
-    target[L] = M
-    if model == "attention":
-        b, V = params
-        a = np.exp(b - b.max())
-        a /= a.sum()
-        R = a[:, None, None] * V - target  # residual per lag
-        dV = 2 * np.einsum("l,lpd->pd", a, R)
-        da = 2 * np.einsum("lpd,pd->l", R, V)
-        db = a * (da - a @ da)  # softmax Jacobian
-        return float(np.sum(R * R)), [db, dV]
-    B, C = params
-    R = np.einsum("pq,lqr,rd->lpd", C, powers, B) - target
-    dC = 2 * np.einsum("lpd,lqr,rd->pq", R, powers, B)
-    dB = 2 * np.einsum("pq,lqr,lpd->rd", C, powers, R)
-    return float(np.sum(R * R)), [dB, dC]
+def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), steps: int = 500,
+                       lr: float = 0.02, seed: int = 0) -> DiagonalSSMResult:
+    """Train a diagonal complex SSM on the delay-``L`` task by Adam on the exact loss.
 
-
-def lag_task_signal(model: str, L: int, n: int, rho: float = 0.9, seed: int = 0) -> float:
-    """The target's pull on the parameters at initialisation, for the lag-``L`` task.
-
-    The task: predict ``y = M x_{n-1-L}`` at the last position from white-noise tokens in
-    ``R^2``. For white noise the expected squared error is
-    ``sum_l ||Khat_l - M delta_{lL}||_F^2``, whose only target-dependent term is
-    ``-2 <M, Khat_L>_F``. This function returns the norm of its gradient with respect to
-    all parameters at initialisation: for the positional softmax head
-    (``Khat_l = softmax(b)_l V``, ``b = 0``) it does not depend on ``L``; for the SSM
-    (``Khat_l = C A^l B``, ``A = rho R(0.3)`` fixed) it is proportional to ``rho^L``.
+    The model (:func:`diagonal_ssm_kernel`) can represent the delay: ``M`` modes with free
+    phases and weights fit ``K_l = delta_{lL}`` on ``l < n`` closely once ``M`` is a few
+    dozen, so what the run measures is whether gradient descent *finds* it. Every parameter
+    trains: ``nu``, ``theta`` and the complex ``b``, ``c`` (as real pairs). Initialisation:
+    radii ``|lambda_m|`` uniform in ``radius`` (then ``nu = log(-log r)``), phases uniform in
+    ``[0, 2 pi)``, ``b ~ CN(0, 1)``, ``c ~ CN(0, 0.01 / M)``; all from ``default_rng(seed)``.
+    Adam with ``beta = (0.9, 0.999)``, ``eps = 1e-8``; the gradients are analytic
+    (:func:`delay_task_loss`).
 
     Parameters
     ----------
-    model : {"attention", "ssm"}
     L : int
-        The distance, ``0 <= L < n``.
+        The delay, ``0 <= L < n``.
     n : int
-    rho : float
-        The SSM's spectral radius.
-    seed : int
-
-    Returns
-    -------
-    float
-    """
-    M, powers, params = _lag_task_setup(model, L, n, rho, seed)
-    if model == "attention":
-        b, V = params
-        a = np.full(n, 1.0 / n)  # b = 0
-        coupling = float(np.sum(M * V))
-        db = -2 * coupling * a[L] * ((np.arange(n) == L) - a)
-        dV = -2 * a[L] * M
-        return float(np.sqrt(np.sum(db**2) + np.sum(dV**2)))
-    B, C = params
-    AL = powers[L]
-    dC = -2 * M @ (AL @ B).T
-    dB = -2 * (C @ AL).T @ M
-    return float(np.sqrt(np.sum(dC**2) + np.sum(dB**2)))
-
-
-def train_lag_task(model: str, L: int, n: int, steps: int = 300, lr: float = 0.05, rho: float = 0.9,
-                   seed: int = 0) -> LagTaskResult:
-    """Train a model on the lag-``L`` task by Adam on the exact population loss.
-
-    The loss is the expected squared error on white-noise input (no sampling), with the
-    analytic gradients of :func:`lag_task_signal`'s models. The loss with no model is 1.
-
-    Parameters
-    ----------
-    model : {"attention", "ssm"}
-    L, n : int
+        Sequence length.
+    modes : int
+        ``M``.
+    radius : pair of float
+        ``0 <= low < high < 1``: the range of the initial ``|lambda_m|``.
     steps : int
     lr : float
-    rho : float
     seed : int
 
     Returns
     -------
-    LagTaskResult
+    DiagonalSSMResult
     """
-    steps = check_positive_int("steps", steps)
-    if not (isinstance(lr, (int, float, np.floating)) and not isinstance(lr, bool) and np.isfinite(lr) and 0 < lr):
-        raise ValueError(f"lr must be a positive number; got {lr!r}")
-    signal = lag_task_signal(model, L, n, rho, seed)
-    M, powers, params = _lag_task_setup(model, L, n, rho, seed)
-    m1 = [np.zeros_like(x) for x in params]
-    m2 = [np.zeros_like(x) for x in params]
-    losses = np.empty(steps + 1)
-    for step in range(steps):
-        losses[step], grads = _lag_task_loss_grad(model, params, M, powers, L)
-        for x, g, u, v in zip(params, grads, m1, m2):
-            u *= 0.9
-            u += 0.1 * g
-            v *= 0.999
-            v += 0.001 * g * g
-            x -= lr * (u / (1 - 0.9 ** (step + 1))) / (np.sqrt(v / (1 - 0.999 ** (step + 1))) + 1e-12)
-    losses[steps], _ = _lag_task_loss_grad(model, params, M, powers, L)
-    if model == "attention":
-        b = params[0]
-        a = np.exp(b - b.max())
-        weight = float(a[L] / a.sum())
+    n, L = _check_delay(L, n)
+    steps, lr, modes = _check_training(steps, lr, modes)
+    radius = _check_radius(radius)
+    seed = check_positive_int("seed", seed, minimum=0)
+    r0 = np.exp(-np.exp(_init_diagonal(modes, radius, seed)[0]))
+    losses, K, (nu, theta, b, c) = _train_diagonal_batch([L], n, modes, [radius], [seed], steps, lr)
+    return DiagonalSSMResult(losses[0], np.exp(-np.exp(nu[0])), r0, K[0], nu[0], theta[0], _pairs(b[0]), _pairs(c[0]))
+
+
+def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500, lr: float = 0.02) -> np.ndarray:
+    """Final losses of :func:`train_diagonal_ssm` over a grid, all runs trained at once.
+
+    Each run is exactly the run ``train_diagonal_ssm(L, n, modes, radius, steps, lr, seed)``
+    (same initialisation, same steps); they are stacked so each Adam step is one vectorised
+    computation over runs, lags and modes.
+
+    Parameters
+    ----------
+    Ls : sequence of int, length a
+        Delays, each in ``[0, n)``.
+    n : int
+    radii : sequence of pairs, length b
+        Initial radius ranges.
+    seeds : sequence of int, length s
+    modes, steps : int
+    lr : float
+
+    Returns
+    -------
+    losses : ndarray, shape (a, b, s)
+        The final loss of each run.
+    """
+    n = check_positive_int("n", n)
+    Ls = [_check_delay(L, n)[1] for L in Ls]
+    radii = [_check_radius(r) for r in radii]
+    seeds = [check_positive_int("seed", s, minimum=0) for s in seeds]
+    if not (Ls and radii and seeds):
+        raise ValueError("Ls, radii and seeds must each hold at least one value")
+    steps, lr, modes = _check_training(steps, lr, modes)
+    grid = [(L, r, s) for L in Ls for r in radii for s in seeds]
+    losses, _, _ = _train_diagonal_batch([g[0] for g in grid], n, modes, [g[1] for g in grid],
+                                         [g[2] for g in grid], steps, lr)
+    return losses[:, -1].reshape(len(Ls), len(radii), len(seeds))
+
+
+# ---------------------------------------------------------------- attention's side: associative recall
+
+def recall_loss(W, bias, queries, keys, values, match):
+    """Loss of one softmax head on an associative-recall batch, with its exact gradient.
+
+    Each sequence holds ``n`` key-value pairs at positions ``j = 0..n-1`` and a query after
+    them, at position ``n``; the query is the key of pair ``match`` and the target its value.
+    The head scores ``s_j = q^T W k_j + bias[n - 1 - j]`` (content plus a relative-position
+    bias indexed by the distance ``n - j`` from the query, minus one), takes
+    ``a = softmax(s)`` and outputs ``sum_j a_j v_j``. The loss is
+    ``sum_b ||yhat_b - v_{b, match_b}||^2 / sum_b ||v_{b, match_b}||^2``: 1 for the zero output.
+
+    Parameters
+    ----------
+    W : array, shape (d_k, d_k)
+        Content map; the score of key ``k`` for query ``q`` is ``q^T W k``.
+    bias : array, shape (n,)
+        ``bias[D - 1]`` is added to the score of the pair at distance ``D`` from the query.
+    queries : array, shape (B, d_k)
+    keys : array, shape (B, n, d_k)
+    values : array, shape (B, n, d_v)
+    match : array of int, shape (B,)
+        Position of the pair that the query asks for.
+
+    Returns
+    -------
+    loss : float
+    grads : dict of ndarray
+        ``"W"`` (d_k, d_k) and ``"bias"`` (n,).
+    weight : ndarray, shape (B,)
+        The attention weight on the matching pair.
+    """
+    W = as_array("W", W, 2, "(d_k, d_k)")
+    keys = as_array("keys", keys, 3, "(B, n, d_k)")
+    B, n, dk = keys.shape
+    if W.shape != (dk, dk):
+        raise ValueError(f"W must have shape (d_k, d_k) = ({dk}, {dk}) to match keys; got {W.shape}")
+    bias = as_array("bias", bias, 1, "(n,)")
+    check_size("bias", bias, 0, n, "n, the number of pairs in keys")
+    queries = as_array("queries", queries, 2, "(B, d_k)")
+    if queries.shape != (B, dk):
+        raise ValueError(f"queries must have shape (B, d_k) = ({B}, {dk}); got {queries.shape}")
+    values = as_array("values", values, 3, "(B, n, d_v)")
+    if values.shape[:2] != (B, n):
+        raise ValueError(f"values must have shape (B, n, d_v) with (B, n) = ({B}, {n}); got {values.shape}")
+    match = np.asarray(match)
+    if match.shape != (B,) or not np.issubdtype(match.dtype, np.integer) or np.any((match < 0) | (match >= n)):
+        raise ValueError(f"match must be an integer array of shape ({B},) with entries in [0, {n}); got {match!r}")
+    loss, dW, dbias, weight = _recall_loss_grad(W, bias, queries, keys, values, match)
+    return loss, {"W": dW, "bias": dbias}, weight
+
+
+def _recall_loss_grad(W, bias, q, keys, values, match):
+    B, n, _ = keys.shape
+    qW = q @ W  # (B, d_k)
+    s = np.matmul(keys, qW[:, :, None])[:, :, 0] + bias[::-1][None, :]  # bias[n-1-j] at position j
+    s -= s.max(axis=1, keepdims=True)
+    a = np.exp(s)
+    a /= a.sum(axis=1, keepdims=True)
+    yhat = np.matmul(a[:, None, :], values)[:, 0]
+    rows = np.arange(B)
+    target = values[rows, match]
+    norm = float(np.sum(target**2))
+    err = yhat - target
+    loss = float(np.sum(err**2)) / norm
+    da = np.matmul(values, (2.0 * err / norm)[:, :, None])[:, :, 0]
+    ds = a * (da - np.sum(a * da, axis=1, keepdims=True))
+    dW = q.T @ np.matmul(ds[:, None, :], keys)[:, 0]
+    dbias = ds.sum(axis=0)[::-1]
+    return loss, dW, dbias, a[rows, match]
+
+
+def _recall_batch(rng, B, n, d_k, d_v, distance):
+    keys = rng.standard_normal((B, n, d_k)) / np.sqrt(d_k)
+    values = rng.standard_normal((B, n, d_v))
+    if distance is None:
+        match = rng.integers(0, n, B)
     else:
-        B, C = params
-        weight = float(np.linalg.norm(C @ powers[L] @ B) / np.linalg.norm(M))
-    return LagTaskResult(losses, signal, weight)
+        match = np.full(B, n - distance)
+    return keys[np.arange(B), match], keys, values, match
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    """Outcome of :func:`train_recall_head`.
+
+    Attributes
+    ----------
+    losses : ndarray, shape (steps + 1,)
+        Loss on each step's fresh batch (the last entry: after the last step, on a fresh batch).
+    steps_to_solve : int or None
+        First step whose batch loss is below ``tol``; None if none is.
+    W : ndarray, shape (d_k, d_k)
+    bias : ndarray, shape (n,)
+        Final relative-position bias, ``bias[D - 1]`` for distance ``D``.
+    grad_norm0 : float
+        Norm of the gradient at initialisation (before Adam rescales it).
+    d_v : int
+        Value dimension of the task.
+    """
+
+    losses: np.ndarray
+    steps_to_solve: int | None
+    W: np.ndarray
+    bias: np.ndarray
+    grad_norm0: float
+    d_v: int
+
+
+def _check_position(position: str, slope) -> float:
+    if position not in ("learned", "alibi"):
+        raise ValueError(f"position must be 'learned' or 'alibi'; got {position!r}")
+    return _check_number("slope", slope, 0.0, np.inf, " > 0") if position == "alibi" else 0.0
+
+
+def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32, d_k: int = 32, d_v: int = 8,
+                      position: str = "learned", slope: float = 0.05, distance: int | None = None,
+                      tol: float = 0.05, seed: int = 0) -> RecallResult:
+    """Train one content-based softmax head on associative recall by Adam (analytic gradients).
+
+    Each step draws a fresh batch of ``batch`` sequences of ``n`` random key-value pairs
+    (keys ``N(0, I / d_k)``, values ``N(0, I)``) and a query equal to the key of one pair,
+    at a distance drawn uniformly from ``1..n`` (or fixed at ``distance``); the target is
+    that pair's value. The head is :func:`recall_loss`'s. ``W`` starts at 0, so every
+    weight starts at ``1 / n``. Relative position:
+
+    * ``"learned"``: a trainable bias per distance, starting at 0;
+    * ``"alibi"``: the fixed ALiBi bias ``-slope * D`` at distance ``D`` (not trained).
+
+    Parameters
+    ----------
+    n : int
+        Number of key-value pairs that compete, ``n >= 2``.
+    steps : int
+    lr : float
+    batch, d_k, d_v : int
+    position : {"learned", "alibi"}
+    slope : float
+        ALiBi slope (used only with ``"alibi"``).
+    distance : int or None
+        Train at one distance ``1 <= distance <= n``; None draws it per sequence.
+    tol : float
+        The loss below which the task counts as solved.
+    seed : int
+
+    Returns
+    -------
+    RecallResult
+    """
+    n = check_positive_int("n", n, minimum=2)
+    steps, lr, _ = _check_training(steps, lr, 1)
+    batch = check_positive_int("batch", batch)
+    d_k, d_v = check_positive_int("d_k", d_k), check_positive_int("d_v", d_v)
+    slope = _check_position(position, slope)
+    if distance is not None:
+        distance = check_positive_int("distance", distance)
+        if distance > n:
+            raise ValueError(f"distance must lie in [1, n] = [1, {n}]; got {distance}")
+    tol = _check_number("tol", tol, 0.0, np.inf, " > 0")
+    rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
+    W = np.zeros((d_k, d_k))
+    bias = -slope * np.arange(1, n + 1, dtype=float)
+    params = [W, bias]
+    m1 = [np.zeros_like(p) for p in params]
+    m2 = [np.zeros_like(p) for p in params]
+    losses = np.empty(steps + 1)
+    solved, grad0 = None, 0.0
+    for t in range(steps + 1):
+        loss, dW, dbias, _ = _recall_loss_grad(W, bias, *_recall_batch(rng, batch, n, d_k, d_v, distance))
+        losses[t] = loss
+        if solved is None and loss < tol:
+            solved = t
+        if t == 0:
+            grad0 = float(np.sqrt(np.sum(dW**2) + (np.sum(dbias**2) if position == "learned" else 0.0)))
+        if t == steps:
+            break
+        grads = [dW, dbias if position == "learned" else np.zeros_like(bias)]
+        _adam_step(params, grads, m1, m2, t + 1, lr)
+    return RecallResult(losses, solved, W.copy(), bias.copy(), grad0, d_v)
+
+
+def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1):
+    """Loss and mean weight on the match of a trained head, at each distance.
+
+    Parameters
+    ----------
+    result : RecallResult
+    distances : sequence of int
+        Each in ``[1, n]``.
+    batch : int
+        Sequences per distance (fresh, from ``default_rng(seed)``).
+    seed : int
+
+    Returns
+    -------
+    losses, weights : ndarray, shape (len(distances),)
+    """
+    if not isinstance(result, RecallResult):
+        raise ValueError(f"result must be a RecallResult from train_recall_head; got {type(result).__name__}")
+    n, d_k = result.bias.shape[0], result.W.shape[0]
+    batch = check_positive_int("batch", batch)
+    rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
+    losses, weights = [], []
+    for D in distances:
+        D = check_positive_int("distance", D)
+        if D > n:
+            raise ValueError(f"distances must lie in [1, n] = [1, {n}]; got {D}")
+        loss, _, _, weight = _recall_loss_grad(result.W, result.bias, *_recall_batch(rng, batch, n, d_k, result.d_v, D))
+        losses.append(loss)
+        weights.append(float(weight.mean()))
+    return np.array(losses), np.array(weights)
