@@ -342,3 +342,46 @@ def test_answer_with_the_wrong_signature_is_reported(key):
     result = _check(key)(lambda: 1)
     assert result.status == FAILED and not result
     assert "raised TypeError" in result.message
+
+
+# ------------------------------------------------------------ the exact loss of the delay task (new)
+
+from ssmheads.exercises.ch4 import check_delay_loss  # noqa: E402
+
+
+def _delay_loss(K, L, weights="n - l"):
+    K = np.asarray(K, dtype=float)
+    n = K.shape[0]
+    total = 0.0
+    for l in range(n):
+        w = n - l if weights == "n - l" else 1.0
+        total += w * (K[l] - (1.0 if l == L else 0.0)) ** 2
+    return total / (n - L if weights == "n - l" else 1.0)
+
+
+def test_delay_loss_reference_passes():
+    result = check_delay_loss(_delay_loss)
+    assert isinstance(result, CheckResult) and result.status == PASSED, str(result)
+
+
+@pytest.mark.parametrize("stub", [None, ...])
+def test_delay_loss_stub_is_not_attempted(stub):
+    assert check_delay_loss(stub).status == NOT_ATTEMPTED
+
+
+def test_delay_loss_function_returning_nothing_is_not_attempted():
+    def delay_loss(K, L):
+        ...
+    assert check_delay_loss(delay_loss).status == NOT_ATTEMPTED
+
+
+def test_delay_loss_with_uniform_weights_fails_and_says_what_was_expected():
+    result = check_delay_loss(lambda K, L: _delay_loss(K, L, weights="uniform"))
+    assert result.status == FAILED and "should be" in result.message
+
+
+def test_delay_loss_that_raises_is_reported_not_raised():
+    def delay_loss(K, L):
+        raise RuntimeError("oops")
+    result = check_delay_loss(delay_loss)
+    assert result.status == FAILED and "RuntimeError" in result.message

@@ -80,3 +80,32 @@ def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
                       lambda out, lab, e=expected: _compare(out, e, lab, rtol=1e-9)))
     return _run("Chapter 4: an SSM's gradient profile", ssm_profile, cases,
                 "the norms ||C A^l B|| are right on 3 systems, including a Jordan block")
+
+
+def check_delay_loss(delay_loss: Callable) -> CheckResult:
+    """Chapter 4, exercise "the exact loss of the delay task".
+
+    The answer is a function ``delay_loss(K, L)`` taking an impulse response ``K (n,)`` and
+    a delay ``0 <= L < n`` and returning the expected squared error of ``y_i = x_{i-L}`` on a
+    white-noise sequence of length ``n``, divided by its value for ``K = 0``: the float
+    ``sum_l (n - l) (K_l - delta_{lL})^2 / (n - L)``.
+    """
+    from ..gradients import _check_delay
+
+    def expected(K, L):
+        n = K.shape[0]
+        _check_delay(L, n)
+        lags = np.arange(n)
+        return np.array(np.sum((n - lags) * (K - (lags == L)) ** 2) / (n - L))
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for label, K, L in (("no model, n=10, L=3", np.zeros(10), 3),
+                        ("an exact delay, n=6, L=2", np.eye(6)[2], 2),
+                        ("a random kernel, n=9, L=0", rng.standard_normal(9), 0),
+                        ("a random kernel, n=12, L=11", rng.standard_normal(12), 11),
+                        ("a decaying kernel, n=20, L=5", 0.8 ** np.arange(20), 5)):
+        cases.append((f"delay_loss({label})", (K.copy(), L),
+                      lambda out, lab, e=expected(K, L): _compare(out, e, lab, rtol=1e-9)))
+    return _run("Chapter 4: the exact loss of the delay task", delay_loss, cases,
+                "weights n - l, normalisation by n - L: right on 5 kernels, including no model and an exact delay")

@@ -52,16 +52,17 @@ def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed
     X = np.random.default_rng(seed + 100).standard_normal((n, 2))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     _, diluted = gradient_profile(head, X)
-    fig, ax = plt.subplots(figsize=(9.0, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.4, 4.0), layout="constrained")
     ax.semilogy(distances, highway, "o-", label=f"attention, weight a = {a:g} on the key")
     ax.semilogy(lags[1:], diluted[1:], ".", ms=3, alpha=0.6, label="attention, random unit-norm tokens")
-    ax.semilogy(lags, np.maximum(ssm_norms, 1e-300), "-", label=rf"SSM, $\rho$ = {rho:g}")
-    ax.semilogy(lags, bound.diagonalizable, "--", color="gray", lw=0.8, label="Prop. 10 bound (equal here: A is normal)")
-    ax.semilogy(lags, flat, "-", label=r"SSM, $\rho$ = 1 (rotation)")
+    ax.semilogy(lags, np.maximum(ssm_norms, 1e-300), "-", lw=4, alpha=0.45, label=rf"SSM, $\rho$ = {rho:g}")
+    ax.semilogy(lags, bound.diagonalizable, "--", color="black", lw=1.2,
+                label="Prop. 10 bound (equal here: A is normal)")
+    ax.semilogy(lags, flat, ":", lw=2, label=r"SSM, $\rho$ = 1 (rotation)")
     ax.set_xlabel("distance $n - j$")
     ax.set_ylabel(r"$\|\partial y_n / \partial x_j\|$")
     ax.set_ylim(max(1e-12, float(np.min(ssm_norms[ssm_norms > 0])) / 10), 10 * max(max(highway), 1.0))
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=7, loc="lower left", framealpha=0.9)
     ax.set_title("Attention's gradient does not decay with distance; a stable SSM's does")
     return fig
 
