@@ -599,3 +599,45 @@ def test_random_with_lag_rank_is_exact_over_many_seeds(k, d, p):
         A, B, C = _system(random_with_lag_rank(k, d, p, seed=seed))
         profile = lag_span_profile(A, B, C, k + 3)
         assert profile.tolist() == [min(n, k) for n in range(1, k + 4)], (seed, profile)
+
+
+# ------------------------------------------------------------ one rule for k and m (issue 9, Chapter 2 point 3)
+
+
+def test_minimal_polynomial_degree_is_matrix_rank_of_the_scaled_powers():
+    """m = numpy.linalg.matrix_rank of [vec I, vec A, ..., vec A^(N-1)] for A scaled to unit norm."""
+    g = rng(60)
+    cases = [g.standard_normal((N, N)) for N in (1, 3, 6)] + [np.diag([0.5, 0.5 + 1e-13, 0.2]),
+                                                             np.diag([0.5, 0.5, 0.2]), np.eye(5, k=-1)]
+    for A in cases:
+        N = A.shape[0]
+        S = A / np.linalg.norm(A, 2)
+        powers = [np.linalg.matrix_power(S, l).reshape(-1, order="F") for l in range(N)]
+        assert minimal_polynomial_degree(A) == np.linalg.matrix_rank(np.stack(powers, axis=1))
+
+
+@pytest.mark.parametrize("delta", [1e-1, 1e-4, 1e-8, 1e-12, 1e-13])
+def test_k_and_m_agree_for_nearly_equal_eigenvalues(delta):
+    """diag(0.5, 0.5 + delta), B = C = I: k(n) = m = 2 well above rounding (the old 1e-12 tolerance gave m = 1)."""
+    A, B, C = _system(diagonal([0.5, 0.5 + delta]))
+    assert minimal_polynomial_degree(A) == 2
+    for n in (2, 4, 8, 16):
+        assert lag_span_dimension(A, B, C, n) == 2
+
+
+def test_k_never_exceeds_m_except_at_the_resolution_limit():
+    """Sweep delta through rounding level: any k > m has sigma_2/sigma_1 within 4x of its threshold."""
+    for delta in np.logspace(-17, -11, 61):
+        A, B, C = _system(diagonal([0.5, 0.5 + delta]))
+        m = minimal_polynomial_degree(A)
+        for n in (2, 4, 8, 16, 64):
+            if lag_span_dimension(A, B, C, n) > m:
+                s = singular_values(lag_operators(A, B, C, n))
+                assert s[1] / s[0] < 4 * default_rtol(n, 2, 2), (delta, n)
+
+
+def test_minimal_polynomial_default_tolerance_is_the_rank_rule():
+    """Powers of diag(1, 1 + t): sigma_2/sigma_1 is about t/2; the default threshold is N^2 eps = 4 eps."""
+    assert minimal_polynomial_degree(np.diag([1.0, 1.0 + 64 * EPS])) == 2
+    assert minimal_polynomial_degree(np.diag([1.0, 1.0 + 2 * EPS])) == 1
+    assert minimal_polynomial_degree(np.diag([1.0, 1.0 + 64 * EPS]), rtol=1e-10) == 1

@@ -1,15 +1,22 @@
 """Operator span, interaction rank and the lag-span dimension k(n) (Chapter 2).
 
-The span of a set of ``p x d`` matrices is computed from the singular values
-of the matrix whose columns are their column-major vectorisations ``vec M``.
-A singular value counts when it exceeds ``rtol`` times the largest one.
+One rule decides every dimension in this module. The span of a finite list of
+``m`` matrices of size ``p x d`` is computed from the singular values of
+``G = [vec M_1, ..., vec M_m]`` (column-major ``vec``), and a singular value
+counts when it exceeds ``rtol`` times the largest one, with default
 
-Default tolerance: ``rtol = max(m, p*d) * eps`` for ``m`` matrices, with ``eps``
-the double-precision machine epsilon. This is the usual numerical-rank rule
-(the one ``numpy.linalg.matrix_rank`` uses): rounding errors in computing an
-``m x pd`` matrix and its SVD are of order ``max(m, pd) * eps`` relative to its
-largest singular value, so anything smaller is indistinguishable from zero.
-Chapter 2 shows what changes when the tolerance is chosen differently.
+    rtol = max(m, p*d) * eps        (``eps`` = double-precision machine epsilon).
+
+This is the numerical-rank rule of ``numpy.linalg.matrix_rank``: rounding errors
+in forming an ``m x pd`` matrix and in its SVD are of order ``max(m, pd) * eps``
+relative to its largest singular value, so a singular value below that cannot be
+told apart from zero. The interaction rank, the lag-span dimension ``k(n)`` (the
+lags ``K_0..K_{n-1}``, ``m = n``) and the minimal-polynomial degree (the powers
+``I, A, ..., A^(N-1)``, ``m = N``, ``p = d = N``) all use it, and
+:func:`lag_span_bound` takes the ranks of ``B`` and ``C`` with ``matrix_rank``,
+which is the same rule again. Near the resolution limit (a singular value within
+a small factor of the threshold) two such counts on different matrices can still
+land on opposite sides of it; Chapter 2 shows where.
 """
 
 from __future__ import annotations
@@ -206,64 +213,61 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     return interaction_rank(_finite_lags(A, B, C, n), rtol)
 
 
+def _powers(A: np.ndarray) -> np.ndarray:
+    """``I, A, ..., A^(N-1)`` by repeated multiplication, shape (N, N, N)."""
+    N = A.shape[0]
+    P = np.empty((N, N, N))
+    P[0] = np.eye(N)
+    for l in range(1, N):
+        P[l] = A @ P[l - 1]
+    return P
+
+
 def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
     """Degree ``m`` of the minimal polynomial of ``A``: ``dim span{I, A, A^2, ...}``.
 
-    The Krylov space of the powers is built one power at a time. Each power is
-    scaled to unit Frobenius norm and orthogonalised (twice, for stability)
-    against the orthonormal basis of the lower powers; ``m`` is the first ``l``
-    for which the remainder of ``A^l`` is at most ``rtol``, i.e. ``A^l`` lies in
-    ``span{I, ..., A^(l-1)}`` to relative accuracy ``rtol``. Scaling each power
-    makes the answer independent of the size of ``A`` (``m(cA) = m(A)``), and by
-    Cayley-Hamilton the search stops at ``N``. No characteristic polynomial is
-    formed and no eigenvalues are computed.
+    ``A`` is first scaled to unit spectral norm (``m(cA) = m(A)`` for ``c != 0``,
+    and the powers neither overflow nor underflow). Then ``m`` is the numerical
+    dimension of ``span{I, A, ..., A^(N-1)}`` by the module's one rule: the
+    number of singular values of ``[vec I, vec A, ..., vec A^(N-1)]`` above
+    ``rtol`` times the largest, default ``rtol = N^2 eps`` (``default_rtol(N, N, N)``).
+    Higher powers are not needed: by Cayley-Hamilton they lie in this span. In
+    other words ``m`` is ``lag_span_dimension(A / ||A||, I, I, N)``, the case
+    ``B = C = I`` of Chapter 2's attainment proposition, counted by the same
+    rule as every ``k(n)``. No characteristic polynomial is formed and no eigenvalues
+    are computed.
 
     Like any numerical rank, ``m`` is well defined only when the answer is
-    clear-cut: eigenvalues closer than about ``rtol`` count as equal, and the
-    powers of a large random matrix are numerically dependent before ``N``.
+    clear-cut: eigenvalues that differ by less than about ``rtol`` (relative)
+    count as equal. For a strongly non-normal ``A`` the computed powers carry
+    rounding errors above the default; pass a larger ``rtol`` there, and the same
+    one to :func:`lag_span_dimension` so that the two counts stay comparable.
+
+    Memory is ``N^3`` floats and time ``O(N^4)``: meant for state sizes up to a
+    few dozen.
 
     Parameters
     ----------
     A : array, shape (N, N)
     rtol : float, optional
-        Relative tolerance on the remainder; default ``max(1e-12, N^2 eps)``.
-        It is looser than the rank tolerance of :func:`interaction_rank` because
-        the powers of a non-normal matrix carry more rounding error: for Jordan
-        blocks behind a random similarity the remainder of an exact dependency
-        was measured up to ``7e-14``. Consequently, for eigenvalues that differ
-        by less than about ``1e-12`` relative, the computed ``m`` can be smaller
-        than a computed ``k(n)``: a numerically ill-posed case (Chapter 2).
+        Relative tolerance; default :func:`default_rtol` ``(N, N, N) = N^2 eps``.
 
     Returns
     -------
     int
-        ``1 <= m <= N`` (``m = 1`` exactly when ``A`` is a multiple of ``I``).
+        ``1 <= m <= N`` (``m = 1`` when ``A`` is a multiple of ``I``, including ``A = 0``).
     """
     A = as_array("A", A, 2, "(N, N)")
     if A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
     N = A.shape[0]
-    rtol = _check_rtol(rtol, max(1e-12, N * N * EPS))
+    rtol = _check_rtol(rtol, default_rtol(N, N, N))
     top = float(np.max(np.abs(A)))
-    if top > 0.0:
-        A = A / top  # m(cA) = m(A); avoids overflow and underflow of the norms
-    power = np.eye(N).ravel() / np.sqrt(N)
-    basis = [power]
-    for _ in range(N - 1):  # Cayley-Hamilton: m <= N
-        power = (A @ power.reshape(N, N)).ravel()
-        size = float(np.linalg.norm(power))
-        if size == 0.0:  # A^l = 0: nilpotent, the minimal polynomial is x^l
-            break
-        remainder = power / size
-        Q = np.array(basis)
-        for _ in range(2):
-            remainder = remainder - Q.T @ (Q @ remainder)
-        norm = float(np.linalg.norm(remainder))
-        if norm <= rtol:
-            break
-        power = power / size
-        basis.append(remainder / norm)
-    return len(basis)
+    if top == 0.0:
+        return 1  # A = 0: the minimal polynomial is x
+    A = A / top  # first to order one, so that the spectral norm cannot overflow
+    A = A / np.linalg.norm(A, 2)
+    return max(1, _rank_from(singular_values(_powers(A)), rtol))
 
 
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
@@ -277,9 +281,11 @@ def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
     n : int
     rtol : float, optional
         Passed to :func:`minimal_polynomial_degree`; the ranks of ``B`` and ``C``
-        use ``numpy.linalg.matrix_rank``'s default tolerance. For exact data the
-        bound always holds; for computed values it can fail when ``A`` has
-        eigenvalues closer than about ``1e-12`` (see :func:`minimal_polynomial_degree`).
+        use ``numpy.linalg.matrix_rank``'s default tolerance, which is the module's
+        rule. For exact data the bound always holds. For computed values it can
+        fail only at the resolution limit, when a singular value of the lag matrix
+        or of the powers of ``A`` lies within a small factor of its threshold
+        (eigenvalues that differ by a few units of rounding; see Chapter 2).
 
     Returns
     -------
