@@ -47,8 +47,10 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     ``n - 1`` products of an ``N x N`` matrix with an ``N x d`` one, ``O(n N^2 d)``
     flops, then one batched product with ``C``. This is the order a recurrence
     uses, and it is accurate on strongly non-normal ``A``: forming powers by
-    repeated squaring (``A^(2m) = A^m A^m``) needs the same flops but amplifies
-    rounding by up to ``cond(S)`` of the eigenvector matrix.
+    repeated squaring (``A^(2m) = A^m A^m``) needs the same flops (it only makes
+    fewer, larger NumPy calls) but its rounding error is relative to
+    ``||A^m||^2``, which exceeds ``||A^(2m)||`` by up to ``cond(S)^2`` for a
+    diagonalisable ``A = S diag(lambda) S^-1``.
 
     Parameters
     ----------
