@@ -8,9 +8,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8000
 # Notebooks are checked in parallel, one notebook per worker (loadfile keeps a
-# notebook's cells in one kernel).
+# notebook's cells in one kernel). MPLBACKEND=Agg, as servers and CI often export it:
+# the figures must still appear (use_book_style selects the inline backend); the book
+# build executes the notebooks without it, so both settings are covered.
 NBVAL_WORKERS ?= 2
-NBVAL := $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+NBVAL := MPLBACKEND=Agg $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 

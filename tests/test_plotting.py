@@ -223,3 +223,39 @@ def test_operator_gallery_colorbar_shared_uses_one_scale_and_one_bar():
 def test_operator_gallery_rejects_unknown_colorbar():
     with pytest.raises(ValueError, match="colorbar must be 'none', 'panel' or 'shared'; got 'each'"):
         operator_gallery({"a": _causal_operator()}, colorbar="each")
+
+
+def test_figures_show_in_a_kernel_even_with_mplbackend_agg(tmp_path):
+    """With MPLBACKEND=Agg exported (servers, CI), plt.show() would display nothing;
+    use_book_style() selects the inline backend so every figure cell still has its image."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nfrom ssmheads.plotting import use_book_style\n"
+        "use_book_style()\nplt.plot([0, 1]); plt.show()")]
+    env = dict(os.environ, MPLBACKEND="Agg")
+    old = os.environ.get("MPLBACKEND")
+    os.environ["MPLBACKEND"] = "Agg"  # the kernel inherits this process's environment
+    try:
+        NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    finally:
+        if old is None:
+            os.environ.pop("MPLBACKEND")
+        else:
+            os.environ["MPLBACKEND"] = old
+    kinds = [set(o.get("data", {})) for o in nb.cells[0].outputs]
+    assert env["MPLBACKEND"] == "Agg" and any("image/png" in k for k in kinds), kinds
+
+
+def test_use_book_style_outside_a_kernel_keeps_the_backend():
+    import matplotlib as mpl
+
+    from ssmheads.plotting import use_book_style
+
+    before = mpl.get_backend()
+    use_book_style()
+    assert mpl.get_backend() == before

@@ -37,8 +37,32 @@ BOOK_STYLE = {
 
 
 def use_book_style() -> None:
-    """Apply :data:`BOOK_STYLE` to matplotlib's global settings (call once per notebook)."""
+    """Apply :data:`BOOK_STYLE` to matplotlib's global settings (call once per notebook).
+
+    In a Jupyter kernel it also makes sure figures are shown: when the backend is
+    a non-interactive one that displays nothing (``Agg``, as an exported
+    ``MPLBACKEND=Agg`` on a server or in CI selects), it switches to the inline
+    backend, as ``%matplotlib inline`` would. An interactive backend the reader
+    chose (``%matplotlib widget``, a GUI) is left alone, and outside a kernel
+    nothing changes.
+    """
     mpl.rcParams.update(BOOK_STYLE)
+    _show_figures_inline()
+
+
+def _show_figures_inline() -> None:
+    """Select the inline backend in a Jupyter kernel whose backend would display nothing."""
+    import sys
+
+    if "ipykernel" not in sys.modules or mpl.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - ipykernel implies IPython
+        return
+    shell = get_ipython()
+    if shell is not None and type(shell).__name__ == "ZMQInteractiveShell":
+        shell.run_line_magic("matplotlib", "inline")
 
 
 def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = None,
