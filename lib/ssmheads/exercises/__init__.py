@@ -11,8 +11,8 @@ traceback. The checks of Chapter N live in ``ssmheads.exercises.chN``.
 from ._common import CheckResult
 from .ch1 import check_ema_operator, check_mlp_operator, check_residual_operator
 from .ch2 import check_lag_span_dimension, check_long_plateau, check_rank_three_system
-from .ch3 import check_exact_heads, check_nonnegative_head_count, check_optimal_error
-from .ch4 import check_head_jacobian, check_highway_input, check_ssm_gradient_profile
+from .ch3 import check_exact_heads, check_nonnegative_head_count, check_optimal_error, check_quaternion_heads
+from .ch4 import check_delay_loss, check_head_jacobian, check_highway_input, check_ssm_gradient_profile
 
 __all__ = [
     "CheckResult",
@@ -25,7 +25,9 @@ __all__ = [
     "check_exact_heads",
     "check_optimal_error",
     "check_nonnegative_head_count",
+    "check_quaternion_heads",
     "check_head_jacobian",
     "check_highway_input",
     "check_ssm_gradient_profile",
+    "check_delay_loss",
 ]
