@@ -38,3 +38,10 @@ def test_a_tight_margin_is_reported_first(tmp_path):
     path = _notebook(tmp_path, "res = 9.07e-11", "assert res < 1e-10", "assert res < 1e-6")
     rows = assert_margins.measure(path)
     assert rows[0][0] < 1.2 and "res < 1e-10" in rows[0][1]
+
+
+def test_an_elementwise_array_comparison_counts_its_worst_element(tmp_path):
+    path = _notebook(tmp_path, "import numpy as np\na = np.array([1.0, 2.0])\nb = np.array([4.0, 2.2])",
+                     "assert np.all(2 * a < 2 * b)")
+    (margin, text), = assert_margins.measure(path)
+    assert abs(margin - 1.1) < 1e-9 and "2 * a < 2 * b" in text

@@ -13,9 +13,10 @@ measured as they are evaluated:
 * ``a < t`` / ``a <= t`` with positive numbers: margin ``t / a``;
 * ``a > t`` / ``a >= t``: margin ``a / t``;
 * ``close(a, b, tol)`` (any call named ``close``): margin ``tol / relative_gap(a, b)``;
-* ``np.all(...)``, ``all(...)`` and ``and`` chains are looked into;
-  comparisons of integers, equalities and non-scalar sides are not margins
-  and are skipped (an integer count is exact or wrong).
+* ``np.all(...)``, ``all(...)`` and ``and`` chains are looked into; an
+  elementwise comparison of arrays counts its worst element;
+  comparisons where neither side is a float (integer counts: exact or wrong)
+  and equalities are not margins and are skipped.
 
 It prints the tightest K margins of each notebook and exits non-zero if any
 measured margin is below ``--min-margin`` (default 2).
@@ -42,26 +43,40 @@ class _Recorder:
         self.rows: list[tuple[float, str]] = []
         self.where = ""
 
-    def _scalar(self, v):
+    def _floats(self, v):
+        """``v`` as a float array, or None for integers, booleans and non-numbers (not margins)."""
         import numpy as np
-        if isinstance(v, (bool, np.bool_)):
-            return None
-        if isinstance(v, (int, np.integer)):
-            return None
         try:
-            arr = np.asarray(v, dtype=float)
+            arr = np.asarray(v)
         except (TypeError, ValueError):
             return None
-        return float(arr) if arr.ndim == 0 else None
+        if arr.dtype.kind not in "f":
+            return None
+        return arr.astype(float)
 
     def cmp(self, left, op, right, text):
-        a, t = self._scalar(left), self._scalar(right)
-        if a is not None and t is not None and math.isfinite(a) and math.isfinite(t):
-            if op in ("<", "<=") and t > 0 and a >= 0:
-                self.rows.append((t / a if a > 0 else math.inf, f"{self.where}: {text}"))
-            elif op in (">", ">=") and t > 0 and a > 0:
-                self.rows.append((a / t, f"{self.where}: {text}"))
-        return {"<": left < right, "<=": left <= right, ">": left > right, ">=": left >= right}[op]
+        import numpy as np
+        result = {"<": lambda: left < right, "<=": lambda: left <= right,
+                  ">": lambda: left > right, ">=": lambda: left >= right}[op]()
+        a, t = self._floats(left), self._floats(right)
+        if a is None and t is None:
+            return result
+        a = np.asarray(left, dtype=float) if a is None else a
+        t = np.asarray(right, dtype=float) if t is None else t
+        try:
+            a, t = np.broadcast_arrays(a, t)
+        except ValueError:
+            return result
+        keep = np.isfinite(a) & np.isfinite(t)
+        if op in ("<", "<="):
+            keep &= (t > 0) & (a >= 0)
+            ratios = np.where(a[keep] > 0, t[keep] / np.where(a[keep] > 0, a[keep], 1), np.inf)
+        else:
+            keep &= (t > 0) & (a > 0)
+            ratios = a[keep] / t[keep]
+        if ratios.size:
+            self.rows.append((float(ratios.min()), f"{self.where}: {text}"))
+        return result
 
     def close(self, fn, args, kwargs, text):
         from ssmheads.numerics import relative_gap
