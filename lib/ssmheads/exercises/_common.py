@@ -10,8 +10,10 @@ traceback.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -110,3 +112,46 @@ def _run(exercise: str, answer: Any, cases: Iterable[tuple[str, tuple, Callable[
     return CheckResult(exercise, PASSED, summary)
 
 
+
+
+def _write_it_yourself(*args, **kwargs):
+    # Only builtins here: this code object runs with the globals of the routine it replaces.
+    raise RuntimeError("this check asks you to write it yourself: the library routine that computes "
+                       "the answer is switched off while your answer runs")
+
+
+@contextlib.contextmanager
+def reference_routines_off(routines: Iterable[tuple[str, str]]) -> Iterator[None]:
+    """Within the block, each library routine ``ssmheads.<module>.<name>`` raises ``RuntimeError``.
+
+    ``routines`` is a sequence of ``(module, name)`` pairs. The function objects keep
+    their identity; only their code is swapped for the block's duration, so the
+    routine is switched off under every name it is reachable by (``ssmheads.f``,
+    ``ssmheads.module.f``, a name bound earlier by ``from ssmheads import f``), and
+    it works again after the block, also when the block raises.
+    """
+    import importlib
+
+    functions = [getattr(importlib.import_module(f"ssmheads.{module}"), name) for module, name in routines]
+    saved = [f.__code__ for f in functions]
+    try:
+        for f in functions:
+            f.__code__ = _write_it_yourself.__code__
+        yield
+    finally:
+        for f, code in zip(functions, saved):
+            f.__code__ = code
+
+
+def _on_its_own(answer, routines: Iterable[tuple[str, str]]):
+    """``answer`` wrapped so that each call runs inside :func:`reference_routines_off`."""
+    if _is_stub(answer) or not callable(answer):
+        return answer
+    routines = tuple(routines)
+
+    @functools.wraps(answer)
+    def guarded(*args):
+        with reference_routines_off(routines):
+            return answer(*args)
+
+    return guarded
