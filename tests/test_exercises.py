@@ -117,7 +117,8 @@ WRONG = {
     "mlp": {
         "wrong shape": (lambda W1, W2, X: mlp_operator(W1, W2, X)[0], "expected shape (3, 3, 2, 2); got shape (3, 2, 2)"),
         # Remark 1: a valid interaction form of the same output, but not the one the exercise asks for.
-        "trivial form": (lambda W1, W2, X: trivial_interaction_form(np.maximum(X @ W1.T, 0) @ W2.T, X), "should be"),
+        "trivial form": (lambda W1, W2, X: trivial_interaction_form(np.maximum(X @ W1.T, 0) @ W2.T, X),
+                         "reproduces the MLP's output on X, but it is not the token-local form W_ii = W2 D(x_i) W1"),
         "no gate": (lambda W1, W2, X: mlp_operator(np.abs(W1), W2, X),
                     "applying your operator to X does not give the MLP's output W2 relu(W1 x_i)"),
     },
@@ -195,3 +196,30 @@ def test_raising_answer_message_names_the_failing_call():
     result = check_ema_operator(fails_for_wide_tokens)
     assert result.status == FAILED
     assert "ema_operator(7, 3, 0.9)" in result.message
+
+
+def test_ema_check_names_the_index_order_and_causality():
+    # An anti-causal answer (the transpose) is told that the operator must be causal.
+    result = check_ema_operator(lambda n, d, g: ema_operator(n, d, g).transpose(1, 0, 2, 3))
+    assert result.status == FAILED
+    assert "entry (0, 1, 0, 0)" in result.message
+    assert "(i, j, row, col), 0-based" in result.message
+    assert "must be causal" in result.message
+    # A wrong entry on or below the diagonal gives the index order but no causality remark.
+    result = check_ema_operator(lambda n, d, g: ema_operator(n, d, g) * 2)
+    assert "(i, j, row, col), 0-based" in result.message and "causal" not in result.message
+
+
+def test_mlp_check_says_when_an_output_reproducing_form_is_not_token_local():
+    def shifted(W1, W2, X):
+        # Move part of y_i onto a neighbouring token: same output, nonzero off-diagonal block.
+        W = mlp_operator(W1, W2, X)
+        n = X.shape[0]
+        extra = np.zeros_like(W)
+        extra[1, 0] = np.outer(np.ones(W.shape[2]), X[0]) / (X[0] @ X[0])   # adds (1, ..., 1) to y_1
+        extra[1, 1] = -np.outer(np.ones(W.shape[2]), X[1]) / (X[1] @ X[1])  # and takes it away again
+        return W + extra
+    result = check_mlp_operator(shifted)
+    assert result.status == FAILED
+    assert "reproduces the MLP's output on X" in result.message
+    assert "block (1, 0) (0-based, i != j)" in result.message

@@ -43,14 +43,17 @@ def _check_system(A, B, C, D=None, copy=False):
 def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     """Lag operators ``K[l] = C A^l B`` for ``l = 0, ..., n-1`` (plus ``D`` at lag 0 if given).
 
-    The columns ``A^l B`` are propagated one lag at a time, ``A^l B = A (A^(l-1) B)``:
-    ``n - 1`` products of an ``N x N`` matrix with an ``N x d`` one, ``O(n N^2 d)``
-    flops, then one batched product with ``C``. This is the order a recurrence
-    uses, and it is accurate on strongly non-normal ``A``: forming powers by
-    repeated squaring (``A^(2m) = A^m A^m``) needs the same flops (it only makes
-    fewer, larger NumPy calls) but its rounding error is relative to
-    ``||A^m||^2``, which exceeds ``||A^(2m)||`` by up to ``cond(S)^2`` for a
-    diagonalisable ``A = S diag(lambda) S^-1``.
+    The columns ``A^l B`` are propagated one lag at a time, ``A^l B = A (A^(l-1) B)``,
+    as the recurrence does: ``n - 1`` products of an ``N x N`` matrix with an
+    ``N x d`` one, ``O(n N^2 d)`` flops, then one batched product with ``C``.
+    Repeated squaring (``A^(2m) = A^m A^m``, and the next ``m`` columns as ``A^m``
+    times the previous ``m``) needs the same ``O(n N^2 d)`` flops for the products
+    with ``B`` plus ``O(N^3 log n)`` for the squarings, so it saves no arithmetic,
+    only NumPy calls. It also loses accuracy on non-normal ``A``: the rounding error
+    of ``A^m A^m`` is relative to ``||A^m||^2``, which for a diagonalisable
+    ``A = S diag(lambda) S^-1`` can exceed ``||A^(2m)||`` by a factor up to
+    ``cond(S)^2``. ``tests/test_lag_accuracy.py`` compares this function with
+    60-digit arithmetic on such matrices.
 
     Parameters
     ----------

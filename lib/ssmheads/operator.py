@@ -125,8 +125,12 @@ def causality_violation(W) -> float:
 def toeplitz_deviation(W) -> float:
     """How far ``W`` is from block-Toeplitz: ``max |W[i, j] - W[i + 1, j + 1]|`` over all entries.
 
-    Zero exactly when every block depends only on the offset ``i - j``, which is
-    what time invariance means for an operator.
+    Zero exactly when every block depends only on the offset ``i - j``. For a
+    *causal, input-independent* operator this is time invariance of the map
+    (delaying the input delays the output). It is not in general: an
+    anti-causal shift is Toeplitz but not time-invariant, and an input-dependent
+    operator (an MLP's, say) can fail the test at every input although its map
+    is time-invariant.
 
     Parameters
     ----------

@@ -17,14 +17,34 @@ def _ema_reference(n: int, d: int, gamma: float) -> np.ndarray:
     return coeff[:, :, None, None] * np.eye(d)
 
 
+def _compare_ema(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> None:
+    """Like ``_compare``, but says how entries are indexed and insists on causality."""
+    got = _numeric(got, expected.shape, what)
+    bad = np.abs(got - expected) > rtol * max(1.0, float(np.abs(expected).max()))
+    if not np.any(bad):
+        return
+    positions = np.argwhere(bad)
+    above = positions[positions[:, 1] > positions[:, 0]]  # source j after output i
+    where = tuple(int(i) for i in (above[0] if above.size else positions[0]))
+    message = (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
+               "(indices (i, j, row, col), 0-based: output position i, source position j, "
+               "then the entry of the d x d block W_ij)")
+    if above.size:
+        message += ("; this block lies above the diagonal (j > i): the EMA never reads later "
+                    "tokens, so its operator must be causal, with W_ij = 0 for j > i")
+    raise _Fail(message)
+
+
 def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) -> CheckResult:
     """Chapter 1, exercise "EMA operator": the operator of the exponential moving average.
 
     The layer is ``y_i = (1 - gamma) sum_{j <= i} gamma^(i-j) x_j``. The answer is a
     function ``ema_operator(n, d, gamma)`` returning its operator, shape ``(n, n, d, d)``.
+    A wrong entry is reported with its 0-based index ``(i, j, row, col)``; a wrong
+    block above the diagonal is reported first, with the reminder that the operator is causal.
     """
     cases = [(f"ema_operator({n}, {d}, {g})", (n, d, g),
-              lambda out, label, n=n, d=d, g=g: _compare(out, _ema_reference(n, d, g), label))
+              lambda out, label, n=n, d=d, g=g: _compare_ema(out, _ema_reference(n, d, g), label))
              for n, d, g in ((1, 1, 0.5), (4, 2, 0.5), (7, 3, 0.9), (5, 2, -0.3))]
     return _run("Chapter 1: EMA operator", ema_operator, cases,
                 "blocks (1 - gamma) gamma^(i-j) I for j <= i and 0 above, on 4 cases")
@@ -40,7 +60,9 @@ def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarra
 
     The answer is a function ``mlp_operator(W1, W2, X)`` with ``W1 (h, d)``,
     ``W2 (p, h)``, ``X (n, d)``, returning ``W (n, n, p, d)`` with
-    ``W_ii = W2 diag(1[W1 x_i > 0]) W1`` and zero blocks off the diagonal.
+    ``W_ii = W2 diag(1[W1 x_i > 0]) W1`` and zero blocks off the diagonal. An answer
+    that reproduces the output with nonzero off-diagonal blocks (another interaction
+    form of the same map) is told that it is not the token-local form.
     """
     def test(args):
         W1, W2, X = args
@@ -55,6 +77,15 @@ def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarra
             if not np.allclose(np.einsum("ijpd,jd->ip", got, X), y, rtol=1e-9, atol=1e-9):
                 raise _Fail(f"{label}: applying your operator to X does not give the MLP's output "
                             "W2 relu(W1 x_i)")
+            n = X.shape[0]
+            off = ~np.eye(n, dtype=bool)
+            off_norms = np.where(off, np.sqrt(np.einsum("ijpd,ijpd->ij", got, got)), 0.0)
+            if off_norms.max() > 1e-9 * max(1.0, float(np.abs(expected).max())):
+                i, j = (int(k) for k in np.unravel_index(np.argmax(off_norms), off_norms.shape))
+                raise _Fail(f"{label}: your operator reproduces the MLP's output on X, but it is not "
+                            f"the token-local form W_ii = W2 D(x_i) W1 with zero blocks off the diagonal: "
+                            f"block ({i}, {j}) (0-based, i != j) has norm {off_norms[i, j]:.3g}. Any map "
+                            "with F(0) = 0 has many interaction forms; the exercise asks for this one")
             _compare(got, expected, label)
         return check
 
