@@ -1,7 +1,7 @@
 """Tests of the Chapter 4 exercise checks in ``ssmheads.exercises``.
 
 For each check: a reference solution written here (independently of
-``ssmheads.gradients``: Proposition 8 as a plain loop, Theorem 9's input from a random
+``ssmheads.gradients``: Proposition 4.1 as a plain loop, Theorem 4.1's input from a random
 query direction instead of the top singular vector, lag norms by repeated multiplication
 and numpy's SVD) passes; stubs are "not attempted yet" without a traceback; wrong answers
 fail, never raise, and say what was expected.
@@ -29,7 +29,7 @@ def _softmax(s):
 
 
 def head_jacobian(W_Q, W_K, V, X, paths=("value", "key", "query")):
-    """Proposition 8 for one causal softmax head, J[i, j] = d y_i / d x_j, by loops over i and j."""
+    """Proposition 4.1 for one causal softmax head, J[i, j] = d y_i / d x_j, by loops over i and j."""
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
     root = np.sqrt(W_Q.shape[0])
@@ -50,7 +50,7 @@ def head_jacobian(W_Q, W_K, V, X, paths=("value", "key", "query")):
 
 
 def make_input(W_Q, W_K, n, a, key, forget_self_score=False, unscaled=False):
-    """Theorem 9's input, from a random query direction u (not the top singular vector).
+    """Theorem 4.1's input, from a random query direction u (not the top singular vector).
 
     With w = W_K^T W_Q u, the key token x_key = t sqrt(d_k) w / ||w||^2 scores exactly t; zero
     tokens score 0 and the query scores s on itself, so t = log(a / (1 - a)) + log(n - 2 + e^s).
@@ -222,7 +222,7 @@ def test_missing_key_path_message_states_the_right_entry():
     assert " should be " in text and "; got " in text
     where = tuple(int(k) for k in text.split("entry (")[1].split(")")[0].split(", "))
     should = float(text.split(" should be ")[1].split(";")[0])
-    got = float(text.split("; got ")[1])
+    got = float(text.split("; got ")[1].split(";")[0])
     head = random_attention(1, 2, d_k=3, seed=1, scale=1.5)
     X = np.random.default_rng(21).standard_normal((4, 2))
     args = (head.W_Q[0], head.W_K[0], head.value_maps()[0], X)
@@ -378,6 +378,32 @@ def test_delay_loss_function_returning_nothing_is_not_attempted():
 def test_delay_loss_with_uniform_weights_fails_and_says_what_was_expected():
     result = check_delay_loss(lambda K, L: _delay_loss(K, L, weights="uniform"))
     assert result.status == FAILED and "should be" in result.message
+    # a scalar answer is named as the loss, not as an array entry, and the weights are hinted at
+    assert "the loss should be 2.64327; got 5.18725" in result.message
+    assert "entry" not in result.message and "n - l" in result.message
+
+
+def test_delay_loss_without_the_normalisation_is_told_to_divide():
+    result = check_delay_loss(lambda K, L: _delay_loss(K, L) * (len(K) - L))
+    assert result.status == FAILED
+    assert "the loss should be 1; got 7" in result.message and "n - L" in result.message
+
+
+def test_delay_loss_plain_wrong_value_gets_no_misleading_hint():
+    result = check_delay_loss(lambda K, L: 0.5)
+    assert result.status == FAILED and result.message.endswith("the loss should be 1; got 0.5")
+
+
+def test_missing_query_path_is_hinted_on_the_diagonal_block():
+    result = check_head_jacobian(_only("value", "key"))
+    i, j = (int(k) for k in result.message.split("entry (")[1].split(")")[0].split(", ")[:2])
+    assert i == j and "query path" in result.message
+
+
+def test_missing_key_path_off_the_diagonal_is_not_sent_to_the_query_path():
+    result = check_head_jacobian(_only("value", "query"))
+    i, j = (int(k) for k in result.message.split("entry (")[1].split(")")[0].split(", ")[:2])
+    assert j < i and "key path" in result.message and "query path" not in result.message
 
 
 def test_delay_loss_that_raises_is_reported_not_raised():

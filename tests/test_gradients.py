@@ -1,15 +1,15 @@
 """Tests of ``ssmheads.gradients``: Jacobians across distance (Chapter 4).
 
-The mathematics is math.md §1.9: Proposition 8 (the Jacobian of a softmax head: value,
-key and query paths), Theorem 9 and its construction (an input on which the last token
+The mathematics is Chapter 4 (math.md §1.9): Proposition 4.1 (the Jacobian of a softmax head: value,
+key and query paths), Theorem 4.1 and its construction (an input on which the last token
 puts weight exactly ``a`` on one key, at any distance, and ``||dy_n/dx_key|| >= a
 sigma_2(V)``), the dilution remark (bounded tokens cannot keep a weight up as ``n`` grows),
-and Proposition 10 (a stable SSM's Jacobian is its lag operators and decays like
+and Proposition 4.3 (a stable SSM's Jacobian is its lag operators and decays like
 ``kappa(rho_bar) rho_bar^l``; ``cond(S) rho^l`` when ``A`` is diagonalizable; a Jordan
 block adds a polynomial factor). Checks G1-G5.
 
 Every expected value is computed here independently of the function under test:
-central finite differences of ``forward``, Proposition 8 written as a plain loop over
+central finite differences of ``forward``, Proposition 4.1 written as a plain loop over
 heads, positions and keys, lag operators by repeated multiplication, softmax weights of
 the last row recomputed from the projections, and a brute-force maximum for Gelfand's
 constant. The training experiments are tested in test_trainability.py. All random draws are seeded.
@@ -47,7 +47,7 @@ FD_TOL = 1e-6  # the issue's acceptance: analytic against finite differences, re
 
 
 def _prop8_loop(mha, X):
-    """Proposition 8 term by term: for each head, query ``i`` and key ``j`` it may see,
+    """Proposition 4.1 term by term: for each head, query ``i`` and key ``j`` it may see,
 
     ``a_ij V + a_ij (v_j - y_i) (W_K^T q_i)^T / sqrt(d_k)``, plus on ``j == i`` the query path
     ``sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)``; ``V = W_O W_V``, ``v_j = V x_j``.
@@ -131,7 +131,7 @@ def test_attention_jacobian_matches_finite_differences(H, causal, scale, n):
         assert J.shape == (n, n, p, d)
         fd = finite_difference_jacobian(mha.forward, X)
         assert rel_gap(J, fd) <= FD_TOL
-        # Proposition 8 written out by hand gives the same array to rounding
+        # Proposition 4.1 written out by hand gives the same array to rounding
         assert_rel_close(J, _prop8_loop(mha, X), 1e-12)
 
 
@@ -356,7 +356,7 @@ def test_bad_inputs_are_rejected(call, X, match):
         call(random_stable(2, 3, 2, seed=72), X)
 
 
-# ------------------------------------------------------------ 4. Theorem 9: the gradient highway
+# ------------------------------------------------------------ 4. Theorem 4.1: the gradient highway
 
 HIGHWAY_LAYERS = [(2, 2, 1), (3, 3, 2), (2, 3, 4), (3, 2, 5)]  # (d, p, seed)
 HIGHWAY_LENGTHS = [2, 3, 8, 64, 512, 4096]

@@ -249,7 +249,10 @@ def test_recall_steps_to_solve_is_none_when_not_reached():
 
 @pytest.mark.parametrize("kwargs, match", [
     (dict(n=1), "n must be an integer >= 2"),
-    (dict(n=8, position="rope"), "position must be 'learned' or 'alibi'"),
+    (dict(n=8, position="rope"), "position must be 'learned', 'alibi' or 'none'"),
+    (dict(n=8, max_distance=9), r"max_distance must lie in \[1, n\]"),
+    (dict(n=8, max_distance=0), "max_distance must be an integer"),
+    (dict(n=8, max_distance=4, distance=2), "at most one of distance and max_distance"),
     (dict(n=8, position="alibi", slope=-1.0), "slope must be a finite number"),
     (dict(n=8, distance=9), r"distance must lie in \[1, n\]"),
     (dict(n=8, tol=0.0), "tol must be a finite number"),
@@ -272,3 +275,27 @@ def test_recall_with_a_fixed_distance_is_deterministic():
     a = train_recall_head(16, steps=20, distance=5, seed=3)
     b = train_recall_head(16, steps=20, distance=5, seed=3)
     np.testing.assert_array_equal(a.losses, b.losses)
+
+
+def test_restricted_training_distances_never_make_a_far_pair_the_match():
+    """With max_distance, the far pairs only compete: a learned bias learns to push them down."""
+    import ssmheads.gradients as g
+    rng = np.random.default_rng(0)
+    _, _, _, match = g._recall_batch(rng, 2000, 32, 4, 2, None, 8)
+    distances = 32 - match
+    assert distances.min() == 1 and distances.max() == 8
+    r = train_recall_head(32, steps=150, seed=0, max_distance=8)
+    near, far = r.bias[:8].mean(), r.bias[8:].mean()
+    assert far < near - 1.0                         # a recency preference, learned from the data
+    losses, _ = recall_eval(r, [1, 8, 32])
+    assert losses[2] > 4 * max(losses[0], losses[1])
+
+
+def test_content_only_head_has_no_bias_and_extrapolates_in_distance():
+    r = train_recall_head(32, steps=150, seed=0, position="none", max_distance=8)
+    np.testing.assert_array_equal(r.bias, np.zeros(32))
+    losses, _ = recall_eval(r, [1, 8, 32])
+    assert np.all(losses < 0.1)
+    # scores are content only: the loss at a distance never seen in training equals the one
+    # at a seen distance on the same sequences, up to which pair is the match (a relabelling)
+    assert abs(losses[2] - losses[0]) < 0.05

@@ -1,8 +1,8 @@
 """Chapter 4 explorer: highway_explorer_figure and highway_explorer.
 
 The figure's curves are checked against values computed here: the highway curve is flat
-and above Theorem 9's bound ``a sigma_2(V)``, the SSM curve is ``rho^l`` (``A = rho R(0.3)``,
-``B = C = I``, so ``||C A^l B|| = rho^l``) and equals its Proposition 10 bound (``A`` is
+and above Theorem 4.1's bound ``a sigma_2(V)``, the SSM curve is ``rho^l`` (``A = rho R(0.3)``,
+``B = C = I``, so ``||C A^l B|| = rho^l``) and equals its Proposition 4.3 bound (``A`` is
 normal, ``cond(S) = 1``), the rotation curve is 1, and the diluted curve is small but flat.
 """
 
@@ -17,9 +17,9 @@ from ssmheads.widgets import highway_explorer, highway_explorer_figure
 
 def _labels(rho, a):
     return [f"attention, weight a = {a:g} on the key",
-            "attention, random unit-norm tokens",
+            "attention, random unit-norm tokens (~ c/n)",
             rf"SSM, $\rho$ = {rho:g}",
-            "Prop. 10 bound (equal here: A is normal)",
+            "cond(S) bound, Proposition 4.3 (equal: A is normal)",
             r"SSM, $\rho$ = 1 (rotation)"]
 
 
@@ -33,13 +33,14 @@ def test_default_figure_has_one_log_axes_and_five_labelled_curves():
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 1
     ax = fig.axes[0]
-    assert ax.get_yscale() == "log"
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
     assert len(ax.lines) + len(ax.collections) == 5
     assert [line.get_label() for line in ax.lines] == _labels(0.9, 0.9)
     assert ax.get_legend_handles_labels()[1] == _labels(0.9, 0.9)
-    assert ax.get_xlabel() == "distance $n - j$"
+    assert ax.get_xlabel() == "distance $L = n - j$"
     assert "partial y_n" in ax.get_ylabel()
-    assert ax.get_title() == "Attention's gradient does not decay with distance; a stable SSM's does"
+    title = ax.get_title()
+    assert "does not decay" not in title and "c/n" in title and r"\rho^L" in title
     plt.close(fig)
 
 
@@ -49,16 +50,16 @@ def test_curves_carry_the_theorems(rho, n, a, seed):
     curves = _curves(fig)
     assert list(curves) == _labels(rho, a)
     highway, diluted, ssm, bound, flat = (curves[label] for label in _labels(rho, a))
-    # attention on Theorem 9's input: one point per distance in [1, n - 1], all equal, above a sigma_2(V)
+    # attention on Theorem 4.1's input: one point per distance in [1, n - 1], all equal, above a sigma_2(V)
     dist, norms = highway
     assert dist[0] == 1 and dist[-1] == n - 1 and np.all(np.diff(dist) > 0)
     assert np.max(norms) - np.min(norms) <= 1e-10 * np.max(norms)
     V = random_attention(1, 2, seed=seed).value_maps()[0]
     assert np.min(norms) >= a * np.linalg.svd(V, compute_uv=False)[1]
-    # the SSM: rho^l at every lag 0..n-1, equal to its bound
+    # the SSM: rho^l at every lag 1..n-1 (log x-axis: lag 0 is not drawn), equal to its bound
     lags, values = ssm
-    np.testing.assert_array_equal(lags, np.arange(n))
-    np.testing.assert_allclose(values, rho ** np.arange(n), rtol=1e-9)
+    np.testing.assert_array_equal(lags, np.arange(1, n))
+    np.testing.assert_allclose(values, rho ** np.arange(1, n), rtol=1e-9)
     np.testing.assert_array_equal(bound[0], lags)
     np.testing.assert_allclose(bound[1], values, rtol=1e-9)
     # the rotation: no decay

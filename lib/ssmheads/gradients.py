@@ -3,7 +3,7 @@
 ``J[i, j] = d y_i / d x_j`` has shape ``(n, n, p, d)``, like an interaction
 operator. For a linear layer it *is* the operator (Chapter 1). For softmax
 attention it adds two terms that come from differentiating the weights
-(Proposition 8): for each head, with ``o_i = sum_m a_im v_m``,
+(Proposition 4.1): for each head, with ``o_i = sum_m a_im v_m``,
 
 * value path ``a_ij W_O W_V``;
 * key path ``a_ij W_O (v_j - o_i) (W_K^T q_i)^T / sqrt(d_k)``;
@@ -111,7 +111,7 @@ def jacobian(model, X) -> np.ndarray:
 
     Analytic, no finite differences: the lag operators for :class:`LinearSSM`
     (for every ``X``), the operator for the other linear layers, and the three
-    paths of Proposition 8, summed over heads, for softmax
+    paths of Proposition 4.1, summed over heads, for softmax
     :class:`MultiHeadAttention` (causal or not).
 
     Parameters
@@ -220,7 +220,7 @@ def gradient_profile(model, X, i: int = -1):
 
 
 def highway_input(attention: MultiHeadAttention, n: int, a: float, key: int = 0, head: int = 0) -> np.ndarray:
-    """Theorem 9's input: the last token attends to position ``key`` with weight exactly ``a``.
+    """Theorem 4.1's input: the last token attends to position ``key`` with weight exactly ``a``.
 
     With ``M = W_K^T W_Q`` of the chosen head, take ``u`` the top right singular vector of
     ``M`` and ``w = M u``. The input has ``x_{n-1} = u`` (the query), ``x_key = t w / ||w||``
@@ -316,7 +316,7 @@ def gelfand_constant(A, rho_bar: float, max_lag: int = 100_000) -> float:
 
 @dataclass(frozen=True)
 class DecayBound:
-    """Proposition 10's bounds on ``||C A^l B||`` at the given lags.
+    """Proposition 4.3's bounds on ``||C A^l B||`` at the given lags.
 
     Attributes
     ----------
@@ -467,7 +467,8 @@ def delay_task_loss(nu, theta, b, c, L: int, n: int):
     """Exact white-noise loss of a diagonal SSM on the delay-``L`` task, with its gradient.
 
     Task: ``y_i = x_{i-L}`` at every position ``i < n`` of a white-noise sequence (zero before
-    the start). By Corollary 7(c) of the book's mathematics the expected total squared error
+    the start). By the white-noise identity of Chapter 3 (the weights after Corollary 3.1; derived in
+    Chapter 4's exercise "the exact loss of the delay task") the expected total squared error
     is ``sum_l w_l (K_l - delta_{lL})^2`` with ``w_l = n - l`` (lag ``l`` is seen by ``n - l``
     positions). It is divided by ``w_L = n - L``, its value with no model (``K = 0``), so
     the loss is 1 for a model that outputs nothing and 0 for an exact delay.
@@ -596,9 +597,11 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
                        lr: float = 0.02, seed: int = 0) -> DiagonalSSMResult:
     """Train a diagonal complex SSM on the delay-``L`` task by Adam on the exact loss.
 
-    The model (:func:`diagonal_ssm_kernel`) can represent the delay: ``M`` modes with free
-    phases and weights fit ``K_l = delta_{lL}`` on ``l < n`` closely once ``M`` is a few
-    dozen, so what the run measures is whether gradient descent *finds* it. Every parameter
+    The model (:func:`diagonal_ssm_kernel`) can represent the delay when ``L < 2 M``: ``M``
+    modes with free phases and weights fit ``K_l = delta_{lL}`` on ``l < n`` closely once ``M``
+    is a few dozen, so what the run measures is whether gradient descent *finds* it. (For
+    ``L >= 2 M`` it cannot: the real state has dimension ``2 M``, and by Cayley-Hamilton
+    ``K_0 = ... = K_{2M-1} = 0`` forces ``K = 0``.) Every parameter
     trains: ``nu``, ``theta`` and the complex ``b``, ``c`` (as real pairs). Initialisation:
     radii ``|lambda_m|`` uniform in ``radius`` (then ``nu = log(-log r)``), phases uniform in
     ``[0, 2 pi)``, ``b ~ CN(0, 1)``, ``c ~ CN(0, 0.01 / M)``; all from ``default_rng(seed)``.
@@ -740,11 +743,11 @@ def _recall_loss_grad(W, bias, q, keys, values, match):
     return loss, dW, dbias, a[rows, match]
 
 
-def _recall_batch(rng, B, n, d_k, d_v, distance):
+def _recall_batch(rng, B, n, d_k, d_v, distance, max_distance=None):
     keys = rng.standard_normal((B, n, d_k)) / np.sqrt(d_k)
     values = rng.standard_normal((B, n, d_v))
     if distance is None:
-        match = rng.integers(0, n, B)
+        match = rng.integers(0, n, B) if max_distance is None else n - rng.integers(1, max_distance + 1, B)
     else:
         match = np.full(B, n - distance)
     return keys[np.arange(B), match], keys, values, match
@@ -778,24 +781,25 @@ class RecallResult:
 
 
 def _check_position(position: str, slope) -> float:
-    if position not in ("learned", "alibi"):
-        raise ValueError(f"position must be 'learned' or 'alibi'; got {position!r}")
+    if position not in ("learned", "alibi", "none"):
+        raise ValueError(f"position must be 'learned', 'alibi' or 'none'; got {position!r}")
     return _check_number("slope", slope, 0.0, np.inf, " > 0") if position == "alibi" else 0.0
 
 
 def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32, d_k: int = 32, d_v: int = 8,
                       position: str = "learned", slope: float = 0.05, distance: int | None = None,
-                      tol: float = 0.05, seed: int = 0) -> RecallResult:
+                      tol: float = 0.05, seed: int = 0, max_distance: int | None = None) -> RecallResult:
     """Train one content-based softmax head on associative recall by Adam (analytic gradients).
 
     Each step draws a fresh batch of ``batch`` sequences of ``n`` random key-value pairs
     (keys ``N(0, I / d_k)``, values ``N(0, I)``) and a query equal to the key of one pair,
-    at a distance drawn uniformly from ``1..n`` (or fixed at ``distance``); the target is
-    that pair's value. The head is :func:`recall_loss`'s. ``W`` starts at 0, so every
+    at a distance drawn uniformly from ``1..n`` (or from ``1..max_distance``, or fixed at
+    ``distance``); the target is that pair's value. The head is :func:`recall_loss`'s. ``W`` starts at 0, so every
     weight starts at ``1 / n``. Relative position:
 
     * ``"learned"``: a trainable bias per distance, starting at 0;
-    * ``"alibi"``: the fixed ALiBi bias ``-slope * D`` at distance ``D`` (not trained).
+    * ``"alibi"``: the fixed ALiBi bias ``-slope * D`` at distance ``D`` (not trained);
+    * ``"none"``: no positional information (bias 0, not trained): content only.
 
     Parameters
     ----------
@@ -804,7 +808,7 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     steps : int
     lr : float
     batch, d_k, d_v : int
-    position : {"learned", "alibi"}
+    position : {"learned", "alibi", "none"}
     slope : float
         ALiBi slope (used only with ``"alibi"``).
     distance : int or None
@@ -812,6 +816,10 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     tol : float
         The loss below which the task counts as solved.
     seed : int
+    max_distance : int or None
+        With ``distance=None``: draw the distance uniformly from ``1..max_distance``
+        (``1 <= max_distance <= n``), so that farther pairs are never the match in
+        training; None means ``n``.
 
     Returns
     -------
@@ -826,6 +834,12 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
         distance = check_positive_int("distance", distance)
         if distance > n:
             raise ValueError(f"distance must lie in [1, n] = [1, {n}]; got {distance}")
+    if max_distance is not None:
+        if distance is not None:
+            raise ValueError("give at most one of distance and max_distance; got both")
+        max_distance = check_positive_int("max_distance", max_distance)
+        if max_distance > n:
+            raise ValueError(f"max_distance must lie in [1, n] = [1, {n}]; got {max_distance}")
     tol = _check_number("tol", tol, 0.0, np.inf, " > 0")
     rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
     W = np.zeros((d_k, d_k))
@@ -836,7 +850,8 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     losses = np.empty(steps + 1)
     solved, grad0 = None, 0.0
     for t in range(steps + 1):
-        loss, dW, dbias, _ = _recall_loss_grad(W, bias, *_recall_batch(rng, batch, n, d_k, d_v, distance))
+        loss, dW, dbias, _ = _recall_loss_grad(W, bias, *_recall_batch(rng, batch, n, d_k, d_v, distance,
+                                                                               max_distance))
         losses[t] = loss
         if solved is None and loss < tol:
             solved = t

@@ -15,8 +15,28 @@ def _one_head(seed: int, d: int = 2, d_k: int = 3):
     return random_attention(1, d, d_k=d_k, seed=seed, scale=1.5)
 
 
+def _compare_jacobian(out, expected: np.ndarray, label: str) -> None:
+    """Like ``_compare``, with a hint that names the path: the query path lives on ``j == i`` only."""
+    got = _numeric(out, expected.shape, label)
+    scale = max(1.0, float(np.abs(expected).max()))
+    bad = np.abs(got - expected) > 1e-7 * scale
+    if not np.any(bad):
+        return
+    i, j, p, d = (int(v) for v in np.argwhere(bad)[0])
+    if i == j:
+        hint = ("this is a diagonal block (j == i): besides the value and key paths it carries the "
+                "query path sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)")
+    elif j > i:
+        hint = "the head is causal: y_i does not depend on x_j for j > i, so this block is zero"
+    else:
+        hint = ("an off-diagonal block (j < i) has the value path a_ij V and the key path "
+                "a_ij (v_j - y_i) (W_K^T q_i)^T / sqrt(d_k) only")
+    raise _Fail(f"{label}: entry ({i}, {j}, {p}, {d}) should be {expected[i, j, p, d]:.6g}; got "
+                f"{got[i, j, p, d]:.6g}; {hint}")
+
+
 def check_head_jacobian(head_jacobian: Callable) -> CheckResult:
-    """Chapter 4, exercise "the Jacobian of a head": Proposition 8 by hand.
+    """Chapter 4, exercise "the Jacobian of a head": Proposition 4.1 by hand.
 
     The answer is a function ``head_jacobian(W_Q, W_K, V, X)`` for one causal softmax head
     with ``W_Q, W_K (d_k, d)``, value map ``V (p, d)`` and input ``X (n, d)``, returning
@@ -31,13 +51,13 @@ def check_head_jacobian(head_jacobian: Callable) -> CheckResult:
         expected = jacobian(head, X)
         args = (head.W_Q[0], head.W_K[0], head.value_maps()[0], X)
         cases.append((f"head_jacobian on a head with n={n}", args,
-                      lambda out, label, e=expected: _compare(out, e, label, rtol=1e-7)))
+                      lambda out, label, e=expected: _compare_jacobian(out, e, label)))
     return _run("Chapter 4: the Jacobian of a head", head_jacobian, cases,
                 "value, key and query paths agree with the exact Jacobian on 3 inputs")
 
 
 def check_highway_input(make_input: Callable) -> CheckResult:
-    """Chapter 4, exercise "build the highway": Theorem 9's input by hand.
+    """Chapter 4, exercise "build the highway": Theorem 4.1's input by hand.
 
     The answer is a function ``make_input(W_Q, W_K, n, a, key)`` returning ``X (n, d)`` on
     which a causal softmax head with these query and key maps gives the last position
@@ -98,6 +118,27 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
         lags = np.arange(n)
         return np.array(np.sum((n - lags) * (K - (lags == L)) ** 2) / (n - L))
 
+    def test(K, L):
+        n = K.shape[0]
+        lags = np.arange(n)
+        right = float(expected(K, L))
+        unweighted = float(np.sum((K - (lags == L)) ** 2))  # no weights n - l, no normalisation
+
+        def check(out, label):
+            got = float(_numeric(out, (), label))
+            if abs(got - right) <= 1e-9 * max(1.0, abs(right)):
+                return
+            hint = ""
+            if abs(right - unweighted) > 1e-9 * max(1.0, abs(right)) and (
+                    abs(got - unweighted) <= 1e-9 * max(1.0, unweighted)
+                    or abs(got - unweighted * (n - L) / n) <= 1e-9 * max(1.0, unweighted)):
+                hint = ("; your answer treats every lag alike: lag l is seen by the n - l positions "
+                        "i >= l, so it carries the weight n - l (and K = 0 gives n - L)")
+            elif abs(got - right * (n - L)) <= 1e-9 * max(1.0, abs(right * (n - L))):
+                hint = "; divide by the value for K = 0, which is n - L"
+            raise _Fail(f"{label}: the loss should be {right:.6g}; got {got:.6g}{hint}")
+        return check
+
     rng = np.random.default_rng(7)
     cases = []
     for label, K, L in (("no model, n=10, L=3", np.zeros(10), 3),
@@ -105,7 +146,6 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
                         ("a random kernel, n=9, L=0", rng.standard_normal(9), 0),
                         ("a random kernel, n=12, L=11", rng.standard_normal(12), 11),
                         ("a decaying kernel, n=20, L=5", 0.8 ** np.arange(20), 5)):
-        cases.append((f"delay_loss({label})", (K.copy(), L),
-                      lambda out, lab, e=expected(K, L): _compare(out, e, lab, rtol=1e-9)))
+        cases.append((f"delay_loss({label})", (K.copy(), L), test(K, L)))
     return _run("Chapter 4: the exact loss of the delay task", delay_loss, cases,
                 "weights n - l, normalisation by n - L: right on 5 kernels, including no model and an exact delay")
