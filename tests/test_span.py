@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from helpers import rng
 
 from ssmheads import (
@@ -604,16 +606,34 @@ def test_random_with_lag_rank_is_exact_over_many_seeds(k, d, p):
 # ------------------------------------------------------------ one rule for k and m (issue 9, Chapter 2 point 3)
 
 
-def test_minimal_polynomial_degree_is_matrix_rank_of_the_scaled_powers():
-    """m = numpy.linalg.matrix_rank of [vec I, vec A, ..., vec A^(N-1)] for A scaled to unit norm."""
+def _running_matrix_rank(columns):
+    """Independent reference: max over prefixes of numpy.linalg.matrix_rank (the rule, rtol max(l, rows) eps)."""
+    return max(np.linalg.matrix_rank(columns[:, :length]) for length in range(1, columns.shape[1] + 1))
+
+
+def test_minimal_polynomial_degree_is_the_running_rank_of_the_scaled_powers():
+    """m = max over l <= N of matrix_rank [vec I, ..., vec A^(l-1)], for A scaled to unit norm."""
     g = rng(60)
     cases = [g.standard_normal((N, N)) for N in (1, 3, 6)] + [np.diag([0.5, 0.5 + 1e-13, 0.2]),
-                                                             np.diag([0.5, 0.5, 0.2]), np.eye(5, k=-1)]
+                                                             np.diag([0.5, 0.5, 0.2]), np.eye(5, k=-1),
+                                                             np.diag([0.5, 0.5 + 1e-7, 0.5 + 2e-7])]
     for A in cases:
         N = A.shape[0]
         S = A / np.linalg.norm(A, 2)
-        powers = [np.linalg.matrix_power(S, l).reshape(-1, order="F") for l in range(N)]
-        assert minimal_polynomial_degree(A) == np.linalg.matrix_rank(np.stack(powers, axis=1))
+        powers = np.stack([np.linalg.matrix_power(S, l).reshape(-1, order="F") for l in range(N)], axis=1)
+        assert minimal_polynomial_degree(A) == max(1, _running_matrix_rank(powers))
+
+
+def test_lag_span_dimension_is_the_running_rank_capped_at_m():
+    """k(n) = min(max over l <= n of matrix_rank(G_l), m), against an independent reference."""
+    g = rng(61)
+    for _ in range(40):
+        N, p, d, n = int(g.integers(1, 6)), int(g.integers(1, 4)), int(g.integers(1, 4)), int(g.integers(1, 12))
+        A, B, C = _random_stable_A(g, N), g.standard_normal((N, d)), g.standard_normal((p, N))
+        lags = [C @ np.linalg.matrix_power(A, l) @ B for l in range(n)]
+        want = min(_running_matrix_rank(_vec_f(lags)), minimal_polynomial_degree(A))
+        assert lag_span_dimension(A, B, C, n) == want
+        assert lag_span_profile(A, B, C, n)[-1] == want
 
 
 @pytest.mark.parametrize("delta", [1e-1, 1e-4, 1e-8, 1e-12, 1e-13])
@@ -625,15 +645,60 @@ def test_k_and_m_agree_for_nearly_equal_eigenvalues(delta):
         assert lag_span_dimension(A, B, C, n) == 2
 
 
-def test_k_never_exceeds_m_except_at_the_resolution_limit():
-    """Sweep delta through rounding level: any k > m has sigma_2/sigma_1 within 4x of its threshold."""
-    for delta in np.logspace(-17, -11, 61):
+def test_decaying_pair_stays_resolved_at_long_lengths():
+    """Referee's example: diag(0.5, 0.5 + 1e-12) once gave k(1024) = 2 but k(4096) = 1."""
+    A, B, C = _system(diagonal([0.5, 0.5 + 1e-12]))
+    assert [lag_span_dimension(A, B, C, n) for n in (2, 1024, 4096)] == [2, 2, 2]
+
+
+def test_three_eigenvalue_cluster_profiles_are_monotone():
+    """0.5, 0.5 + d, 0.5 + 2d with d = 1e-7 once gave a profile 3 until n = 37, then 2."""
+    A, B, C = _system(diagonal([0.5, 0.5 + 1e-7, 0.5 + 2e-7]))
+    profile = lag_span_profile(A, B, C, 64)
+    assert np.all(np.diff(profile) >= 0) and profile[-1] == 3 == minimal_polynomial_degree(A)
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_clusters_never_give_k_above_m_or_a_falling_profile(size):
+    """Eigenvalues 0.5 + j delta (j < size), delta through the resolution limit: zero violations of k <= m,
+    monotone profiles, and the single-length routine agrees with the profile."""
+    deltas = np.logspace(-17, -1, 81) if size == 2 else np.logspace(-9, -6, 31)
+    for delta in deltas:
+        A, B, C = _system(diagonal([0.5 + j * delta for j in range(size)]))
+        m = minimal_polynomial_degree(A)
+        profile = lag_span_profile(A, B, C, 64)
+        assert np.all(np.diff(profile) >= 0) and profile.max() <= m, (delta, profile, m)
+        for n in (2, 8, 64):
+            assert lag_span_dimension(A, B, C, n) == profile[n - 1]
+
+
+def test_k_equals_min_n_m_for_identity_maps_except_at_the_resolution_limit():
+    """B = C = I: Proposition (a) says k(n) = min(n, m); computed, they differ only for delta < 1e-14."""
+    for delta in np.logspace(-17, -1, 161):
         A, B, C = _system(diagonal([0.5, 0.5 + delta]))
         m = minimal_polynomial_degree(A)
-        for n in (2, 4, 8, 16, 64):
-            if lag_span_dimension(A, B, C, n) > m:
-                s = singular_values(lag_operators(A, B, C, n))
-                assert s[1] / s[0] < 4 * default_rtol(n, 2, 2), (delta, n)
+        for n in (2, 4, 16):
+            if lag_span_dimension(A, B, C, n) != min(n, m):
+                assert delta < 1e-14, (delta, n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(N=st.integers(1, 6), p=st.integers(1, 3), d=st.integers(1, 3), n=st.integers(1, 16),
+       seed=st.integers(0, 2**31 - 1), cluster=st.floats(1e-16, 1e-3), clustered=st.booleans())
+def test_profiles_are_nondecreasing_and_bounded_by_m(N, p, d, n, seed, cluster, clustered):
+    """Random systems, some with eigenvalue clusters of spread ``cluster``: profile monotone, k <= m, and
+    the profile's last value is lag_span_dimension."""
+    g = rng(seed)
+    if clustered:
+        Q = _well_conditioned(N, seed)
+        A = Q @ np.diag(0.6 + cluster * np.arange(N)) @ np.linalg.inv(Q)
+    else:
+        A = _random_stable_A(g, N)
+    B, C = g.standard_normal((N, d)), g.standard_normal((p, N))
+    profile = lag_span_profile(A, B, C, n)
+    assert np.all(np.diff(profile) >= 0)
+    assert profile.max() <= minimal_polynomial_degree(A)
+    assert profile[-1] == lag_span_dimension(A, B, C, n)
 
 
 def test_minimal_polynomial_default_tolerance_is_the_rank_rule():

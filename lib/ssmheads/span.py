@@ -10,13 +10,38 @@ counts when it exceeds ``rtol`` times the largest one, with default
 This is the numerical-rank rule of ``numpy.linalg.matrix_rank``: rounding errors
 in forming an ``m x pd`` matrix and in its SVD are of order ``max(m, pd) * eps``
 relative to its largest singular value, so a singular value below that cannot be
-told apart from zero. The interaction rank, the lag-span dimension ``k(n)`` (the
-lags ``K_0..K_{n-1}``, ``m = n``) and the minimal-polynomial degree (the powers
-``I, A, ..., A^(N-1)``, ``m = N``, ``p = d = N``) all use it, and
+told apart from zero. :func:`interaction_rank` is this count, and
 :func:`lag_span_bound` takes the ranks of ``B`` and ``C`` with ``matrix_rank``,
-which is the same rule again. Near the resolution limit (a singular value within
-a small factor of the threshold) two such counts on different matrices can still
-land on opposite sides of it; Chapter 2 shows where.
+the same rule again.
+
+For a *sequence* of spans, the lag spans ``span{K_0, ..., K_{l-1}}`` for
+``l = 1, 2, ...``, the count of each prefix alone is not enough: its threshold
+grows with ``l`` and with the largest singular value, while the singular values
+of a decaying direction level off, so a direction resolved by the first lags can
+fall below the threshold of a longer list (``diag(0.5, 0.5 + 1e-12)``: count 2 at
+``n = 1024``, 1 at ``n = 4096``). Yet the first ``l`` lags are columns of every
+longer lag matrix, and by interlacing ``sigma_r(G_n) >= sigma_r(G_l)``: a set of
+lags that is numerically independent stays so, only the yardstick grew. So:
+
+* ``k(n)`` is the largest count over the prefixes ``l <= n`` (nondecreasing in
+  ``n`` by construction), and at most ``m``;
+* ``m`` (:func:`minimal_polynomial_degree`) is the same running count for the
+  powers ``I, A, ..., A^(N-1)`` of ``A`` scaled to unit spectral norm, that is the
+  lags of ``(A / ||A||, I, I)`` at ``n = N``.
+
+The cap ``k(n) <= m`` is a choice, and the module states it because it is not
+automatic: ``k`` and ``m`` are counts on two different matrices, and at the
+resolution limit (a singular value within a small factor of its threshold) they
+can land on opposite sides (in a sweep of ``diag(0.5, 0.5 + delta)`` the lag
+count exceeded the power count in 8 of 1605 cases, all with ``delta`` below
+``2e-15``). There both answers are exact for systems within rounding distance
+of the data, and the library reports the pair that one system has: ``m`` and
+``min(count, m)``. Away from that limit the cap never acts.
+
+A cluster of ``c`` eigenvalues of relative spread ``delta`` contributes a
+singular value of order ``delta^(c-1)``, so it is resolved only when
+``delta`` exceeds about ``rtol^(1/(c-1))``: about ``rtol`` for a pair, about
+``sqrt(rtol)`` (``1e-7``) for three.
 """
 
 from __future__ import annotations
@@ -154,12 +179,41 @@ def _finite_lags(A, B, C, n: int) -> np.ndarray:
     return K
 
 
+def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol) -> int:
+    """The rule's count for the first ``length`` columns of ``G``."""
+    tol = _check_rtol(rtol, default_rtol(length, p, d))
+    return _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), tol)
+
+
+def _running_count(G: np.ndarray, p: int, d: int, rtol, cap: int) -> int:
+    """``min(cap, max over l <= n of the count of G[:, :l])`` for ``G`` of shape (p*d, n).
+
+    The full matrix is counted first; prefixes are visited only when they could
+    change the answer (a prefix of ``l`` columns counts at most ``l``).
+    """
+    n = G.shape[1]
+    best = _prefix_count(G, n, p, d, rtol)
+    if best >= cap:
+        return cap
+    if best == 0:
+        return 0  # the largest singular value is 0: every lag is zero
+    for length in range(best + 1, n):
+        if best >= min(length, p * d):
+            continue
+        best = max(best, _prefix_count(G, length, p, d, rtol))
+        if best >= cap:
+            return cap
+    return best
+
+
 def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """``k(1), ..., k(n)``: the lag-span dimension for every length up to ``n``.
 
-    The lag operators are formed once; each prefix ``K_0, ..., K_{l-1}`` is then
-    ranked by its own SVD, so this is meant for profiles of moderate length
-    (``n`` up to a few hundred). For a single length use :func:`lag_span_dimension`.
+    Each prefix ``K_0, ..., K_{l-1}`` is counted by the module's rule; ``k(l)`` is
+    the running maximum of these counts, capped at ``m`` (module docstring), so
+    the profile is nondecreasing and never exceeds ``m``. The lag operators are
+    formed once and each prefix has its own SVD: meant for ``n`` up to a few
+    hundred. For a single length use :func:`lag_span_dimension`.
 
     Parameters
     ----------
@@ -168,7 +222,8 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     C : array, shape (p, N)
     n : int
     rtol : float, optional
-        As in :func:`interaction_rank`, with ``m`` the prefix length.
+        As in :func:`interaction_rank`, with ``m`` the prefix length; the same
+        value is passed to :func:`minimal_polynomial_degree`.
 
     Returns
     -------
@@ -178,21 +233,23 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     n = check_positive_int("n", n)
     G = _vec(_finite_lags(A, B, C, n))
     p, d = C.shape[0], B.shape[1]
-    out = np.empty(n, dtype=int)
-    for length in range(1, n + 1):
-        tol = _check_rtol(rtol, default_rtol(length, p, d))
-        out[length - 1] = _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), tol)
-    return out
+    counts = np.array([_prefix_count(G, length, p, d, rtol) for length in range(1, n + 1)], dtype=int)
+    return np.minimum(np.maximum.accumulate(counts), minimal_polynomial_degree(A, rtol))
 
 
 def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     """The lag-span dimension ``k(n) = dim span{C A^l B : 0 <= l < n}``.
 
-    One SVD of the ``pd x n`` matrix of vectorised lag operators. The default
-    tolerance assumes the lags are computed to about machine precision, which
-    holds for normal ``A`` and mildly non-normal ones; for a strongly non-normal
-    ``A`` (``||A^l||`` far above ``rho(A)^l``) rounding in the computed lags can
-    exceed it and be counted, so pass a larger ``rtol`` there.
+    The ``pd x n`` matrix of vectorised lag operators is counted by the module's
+    rule; ``k(n)`` is the largest count over its prefixes (first ``l <= n``
+    columns), capped at ``m = minimal_polynomial_degree(A, rtol)``, so that
+    ``k`` is nondecreasing in ``n`` and ``k(n) <= m`` (module docstring). In the
+    common case one SVD decides: when the full matrix already counts ``m``
+    directions, no prefix is visited. The default tolerance assumes the lags are
+    computed to about machine precision, which holds for normal ``A`` and mildly
+    non-normal ones; for a strongly non-normal ``A`` (``||A^l||`` far above
+    ``rho(A)^l``) rounding in the computed lags can exceed it and be counted, so
+    pass a larger ``rtol`` there.
 
     Parameters
     ----------
@@ -202,7 +259,8 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     n : int
         Sequence length, ``n >= 1``.
     rtol : float, optional
-        As in :func:`interaction_rank`.
+        As in :func:`interaction_rank`; the same value is passed to
+        :func:`minimal_polynomial_degree`.
 
     Returns
     -------
@@ -210,7 +268,8 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     """
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
-    return interaction_rank(_finite_lags(A, B, C, n), rtol)
+    G = _vec(_finite_lags(A, B, C, n))
+    return _running_count(G, C.shape[0], B.shape[1], rtol, minimal_polynomial_degree(A, rtol))
 
 
 def _powers(A: np.ndarray) -> np.ndarray:
@@ -227,24 +286,24 @@ def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
     """Degree ``m`` of the minimal polynomial of ``A``: ``dim span{I, A, A^2, ...}``.
 
     ``A`` is first scaled to unit spectral norm (``m(cA) = m(A)`` for ``c != 0``,
-    and the powers neither overflow nor underflow). Then ``m`` is the numerical
-    dimension of ``span{I, A, ..., A^(N-1)}`` by the module's one rule: the
-    number of singular values of ``[vec I, vec A, ..., vec A^(N-1)]`` above
-    ``rtol`` times the largest, default ``rtol = N^2 eps`` (``default_rtol(N, N, N)``).
-    Higher powers are not needed: by Cayley-Hamilton they lie in this span. In
-    other words ``m`` is ``lag_span_dimension(A / ||A||, I, I, N)``, the case
-    ``B = C = I`` of Chapter 2's attainment proposition, counted by the same
-    rule as every ``k(n)``. No characteristic polynomial is formed and no eigenvalues
-    are computed.
+    and the powers neither overflow nor underflow). Then ``m`` is counted by the
+    module's rule exactly as ``k(N)`` is for the system ``(A / ||A||, I, I)``:
+    the largest count, over ``l <= N``, of the singular values of
+    ``[vec I, vec A, ..., vec A^(l-1)]`` above ``rtol`` times the largest one,
+    default ``rtol = N^2 eps`` (``default_rtol(l, N, N)`` for every ``l <= N``).
+    Higher powers are not needed: by Cayley-Hamilton they lie in this span. No
+    characteristic polynomial is formed and no eigenvalues are computed.
 
     Like any numerical rank, ``m`` is well defined only when the answer is
-    clear-cut: eigenvalues that differ by less than about ``rtol`` (relative)
-    count as equal. For a strongly non-normal ``A`` the computed powers carry
-    rounding errors above the default; pass a larger ``rtol`` there, and the same
-    one to :func:`lag_span_dimension` so that the two counts stay comparable.
+    clear-cut: two eigenvalues that differ by less than about ``rtol``
+    (relative) count as one, and a cluster of ``c`` eigenvalues is resolved only
+    when its relative spread exceeds about ``rtol^(1/(c-1))``. For a strongly
+    non-normal ``A`` the computed powers carry rounding errors above the default;
+    pass a larger ``rtol`` there, and the same one to :func:`lag_span_dimension`
+    (it passes its own ``rtol`` on, since it caps ``k`` at ``m``).
 
-    Memory is ``N^3`` floats and time ``O(N^4)``: meant for state sizes up to a
-    few dozen.
+    Memory is ``N^3`` floats and time ``O(N^4)`` (more when prefixes must be
+    visited): meant for state sizes up to a few dozen.
 
     Parameters
     ----------
@@ -267,7 +326,7 @@ def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
         return 1  # A = 0: the minimal polynomial is x
     A = A / top  # first to order one, so that the spectral norm cannot overflow
     A = A / np.linalg.norm(A, 2)
-    return max(1, _rank_from(singular_values(_powers(A)), rtol))
+    return max(1, _running_count(_vec(_powers(A)), N, N, rtol, N))
 
 
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
@@ -282,10 +341,11 @@ def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
     rtol : float, optional
         Passed to :func:`minimal_polynomial_degree`; the ranks of ``B`` and ``C``
         use ``numpy.linalg.matrix_rank``'s default tolerance, which is the module's
-        rule. For exact data the bound always holds. For computed values it can
-        fail only at the resolution limit, when a singular value of the lag matrix
-        or of the powers of ``A`` lies within a small factor of its threshold
-        (eigenvalues that differ by a few units of rounding; see Chapter 2).
+        rule. For exact data the bound always holds. For computed values
+        ``k(n) <= min(n, m)`` holds by construction (:func:`lag_span_dimension`
+        caps at ``m``); ``k(n) <= rank B * rank C`` can fail only at the resolution
+        limit, when ``B`` or ``C`` has a singular value within a small factor of
+        its threshold.
 
     Returns
     -------
