@@ -205,7 +205,7 @@ WRONG_DESIGNS = {
                               "expected p = 2 output and d = 2 input channels; got p = 2, d = 3"),
     ("rank three", "p = 3"): (lambda: (np.diag([0.9, 0.5, -0.3]), np.eye(3)[:, :2], np.eye(3)),
                               "expected p = 2 output and d = 2 input channels; got p = 3, d = 2"),
-    ("rank three", "rank two"): (_rank_two_system, "k(1..6) should be [1, 2, 3, 3, 3, 3]; yours is"),
+    ("rank three", "rank two"): (_rank_two_system, "k(1..7) should be [1, 2, 3, 3, 3, 3, 3]; yours is"),
     ("rank three", "two matrices"): (lambda: rank_three_system()[:2],
                                      "expected a tuple (A, B, C) of compatible real matrices (not enough values to unpack"),
     ("rank three", "four matrices"): (lambda: rank_three_system() + (np.zeros((2, 2)),),
@@ -237,7 +237,7 @@ def test_wrong_designs_fail_with_what_was_expected(key, answer, expected_in_mess
 
 
 @pytest.mark.parametrize("key, answer, shown", [
-    ("rank three", _rank_two_system, "yours is [1, 2, 2, 2, 2, 2]"),
+    ("rank three", _rank_two_system, "yours is [1, 2, 2, 2, 2, 2, 2]"),
     ("long plateau", lambda: (plateau().A, plateau().B, plateau().C), "yours is [1, 1, 2, 2, 2, 2, 2]"),
 ], ids=DESIGNS)
 def test_wrong_profile_is_shown_as_plain_integers(key, answer, shown):
@@ -267,3 +267,114 @@ def test_design_check_with_arguments_reports_the_error(key):
     result = _check(key)(lambda seed: rank_three_system())
     assert result.status == FAILED and not result
     assert "raised TypeError" in result.message
+
+
+# ------------------------------------------------------------ the checks look as far as the plateau lesson says
+
+
+def _late_chain(length, b, c):
+    """A nilpotent shift of ``length`` states, fed by input direction ``b`` into state 1 and read by ``c`` at
+    the last state: it adds ``c b^T`` to the lag ``K_(length-1)`` and nothing else."""
+    A = np.eye(length, k=-1)
+    B = np.outer(np.eye(length)[:, 0], b)
+    C = np.outer(c, np.eye(length)[:, -1])
+    return A, B, C
+
+
+def _direct_sum(first, second):
+    (A1, B1, C1), (A2, B2, C2) = first, second
+    A = np.block([[A1, np.zeros((A1.shape[0], A2.shape[1]))], [np.zeros((A2.shape[0], A1.shape[1])), A2]])
+    return A, np.vstack([B1, B2]), np.hstack([C1, C2])
+
+
+def _grows_again_at_8():
+    """Rank three for n = 1..7, then a fourth direction e_1 e_2^T at lag 7: k(8) = 4 (N = 11)."""
+    return _direct_sum(rank_three_system(), _late_chain(8, np.array([0.0, 1.0]), np.array([1.0, 0.0])))
+
+
+def _plateau_grows_again_at_8():
+    """The long plateau with a third output channel that lights up at lag 7: k(8) = 3 (N = 12)."""
+    A, B, C = long_plateau_system()
+    C3 = np.vstack([C, np.zeros((1, 4))])
+    return _direct_sum((A, B, C3), _late_chain(8, np.array([1.0]), np.array([0.0, 0.0, 1.0])))
+
+
+def test_designs_whose_profile_grows_again_after_n_7_fail():
+    """Both pass a check of k(1..7) alone; checked up to n = N they fail."""
+    A, B, C = _grows_again_at_8()
+    profile = [lag_span_dimension(A, B, C, n) for n in range(1, 12)]
+    assert profile == [1, 2, 3, 3, 3, 3, 3, 4, 4, 4, 4] and max(abs(np.linalg.eigvals(A))) < 1
+    result = check_rank_three_system(_grows_again_at_8)
+    assert result.status == FAILED
+    assert "k(1..11) should be [1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3]" in result.message
+    assert "what caps k at 3? (m, or the ranks of B and C)" in result.message
+
+    A, B, C = _plateau_grows_again_at_8()
+    assert [lag_span_dimension(A, B, C, n) for n in range(1, 13)] == [1, 1, 1, 2, 2, 2, 2] + [3] * 5
+    result = check_long_plateau(_plateau_grows_again_at_8)
+    assert result.status == FAILED
+    assert "k(1..12) should be [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2]" in result.message
+
+
+def test_rank_three_hint_when_k_stays_below_three():
+    result = check_rank_three_system(_rank_two_system)
+    assert "k stays below 3" in result.message
+
+
+def test_passing_designs_report_the_length_checked():
+    """N = 3 < 7: checked up to n = 7; a padded N = 9 system is checked up to n = 9 and still passes."""
+    assert "k(1..7) = [1, 2, 3, 3, 3, 3, 3]" in check_rank_three_system(rank_three_system).message
+    A, B, C = rank_three_system()
+    padded = _direct_sum((A, B, C), (0.5 * np.eye(6), np.zeros((6, 2)), np.zeros((2, 6))))
+    result = check_rank_three_system(lambda: padded)
+    assert result.status == PASSED and "k(1..9)" in result.message
+
+
+# ------------------------------------------------------------ "without ssmheads.span"
+
+
+LIBRARY_ANSWERS = {
+    "ssmheads.lag_span_dimension": lambda A, B, C, n: __import__("ssmheads").lag_span_dimension(A, B, C, n),
+    "ssmheads.span.lag_span_profile": lambda A, B, C, n: int(__import__("ssmheads").span.lag_span_profile(A, B, C, n)[-1]),
+    "ssmheads.interaction_rank": lambda A, B, C, n: __import__("ssmheads").interaction_rank(
+        __import__("ssmheads").lag_operators(A, B, C, n)),
+    "ssmheads.singular_values": lambda A, B, C, n: int(np.sum(
+        __import__("ssmheads").singular_values(__import__("ssmheads").lag_operators(A, B, C, n)) > 1e-10)),
+    "ssmheads.span_basis": lambda A, B, C, n: len(__import__("ssmheads").span_basis(
+        __import__("ssmheads").lag_operators(A, B, C, n))),
+}
+
+
+@pytest.mark.parametrize("answer", list(LIBRARY_ANSWERS.values()), ids=list(LIBRARY_ANSWERS))
+def test_lag_span_answer_that_calls_the_library_fails(answer):
+    import ssmheads as sh
+
+    result = check_lag_span_dimension(answer)
+    assert result.status == FAILED and not result
+    assert "raised RuntimeError: this check asks you to write it yourself" in result.message
+    # the routines work again after the check, and lag_operators (not a span routine) was allowed
+    s = rotation(1.0, 0.9)
+    assert sh.lag_span_dimension(s.A, s.B, s.C, 5) == 2 == sh.interaction_rank(s.lag_operators(5))
+
+
+def test_lag_span_references_are_the_known_answers():
+    """The check computes its references with the library, outside the guard; they equal the stated k."""
+    from ssmheads.exercises.ch2 import _lag_span_cases
+    from ssmheads.span import lag_span_dimension as library
+
+    for label, args, k in _lag_span_cases():
+        assert library(*args) == k == lag_span_dimension(*args), label
+
+
+@pytest.mark.parametrize("tol, status", [(1e-2, FAILED), (1e-3, PASSED), (1e-10, PASSED)])
+def test_how_loose_a_tolerance_may_be(tol, status):
+    """The exercise text: a relative tolerance of 1e-2 is too loose, 1e-3 passes, 1e-10 is the suggestion."""
+    def answer(A, B, C, n):
+        lags, M = [], np.asarray(B, dtype=float)
+        for _ in range(n):
+            lags.append((C @ M).ravel())
+            M = A @ M
+        sv = np.linalg.svd(np.array(lags), compute_uv=False)
+        return 0 if sv[0] == 0 else int(np.sum(sv > tol * sv[0]))
+
+    assert check_lag_span_dimension(answer).status == status

@@ -6,7 +6,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._common import FAILED, NOT_ATTEMPTED, PASSED, CheckResult, _call, _Fail, _is_stub, _run
+from ._common import FAILED, NOT_ATTEMPTED, PASSED, CheckResult, _call, _Fail, _is_stub, _on_its_own, _run
+
+# The library routines that compute k(n): switched off while the student's own version runs.
+SPAN_ROUTINES = (("span", "lag_span_dimension"), ("span", "lag_span_profile"), ("span", "interaction_rank"),
+                 ("span", "singular_values"), ("span", "span_basis"), ("span", "lag_span_bound"),
+                 ("span", "minimal_polynomial_degree"))
 
 
 def _lag_span_cases():
@@ -34,8 +39,12 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
     """Chapter 2, exercise "lag span by hand": compute ``k(n)`` yourself.
 
     The answer is a function ``lag_span_dimension(A, B, C, n)`` returning the
-    integer ``dim span{C A^l B : l < n}``.
+    integer ``dim span{C A^l B : l < n}``. It must not use ``ssmheads.span``:
+    the library's span routines are switched off while it runs. The reference
+    values are computed by the library before, outside that block.
     """
+    from ..span import lag_span_dimension as reference
+
     def expect(k):
         def test(out, label):
             try:
@@ -46,13 +55,20 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
                 raise _Fail(f"{label}: k(n) should be {k}; got {out!r}")
         return test
 
-    cases = [(f"lag_span_dimension on {label}", args, expect(k)) for label, args, k in _lag_span_cases()]
-    return _run("Chapter 2: lag span by hand", lag_span_dimension, cases,
-                f"correct k(n) on {len(cases)} systems (rotations, repeats, plateau, SISO, B = 0)")
+    cases = [(f"lag_span_dimension on {label}", args, expect(reference(*args)))
+             for label, args, _ in _lag_span_cases()]
+    return _run("Chapter 2: lag span by hand", _on_its_own(lag_span_dimension, SPAN_ROUTINES), cases,
+                f"correct k(n) on {len(cases)} systems (rotations, repeats, plateau, SISO, B = 0), "
+                "without ssmheads.span")
 
 
-def _system_profile(make_system: Callable, label: str, p: int | None, d: int | None, n: int):
-    """Call the student's system factory and return its k(1..n), checking shapes and stability."""
+def _system_profile(make_system: Callable, label: str, p: int | None, d: int | None, n_min: int):
+    """Call the student's system factory; return its k(1..n) for ``n = max(N, n_min)``.
+
+    The profile is checked up to at least the state size ``N``: ``k`` can grow at
+    any ``n <= m <= N`` (Chapter 2's plateau), so a shorter check would accept a
+    system whose profile grows again later.
+    """
     from ..models import LinearSSM
     from ..span import lag_span_profile
 
@@ -68,45 +84,55 @@ def _system_profile(make_system: Callable, label: str, p: int | None, d: int | N
         raise _Fail(f"{label}: expected p = {p} output and d = {d} input channels; got p = {ssm.p}, d = {ssm.d}")
     if not ssm.spectral_radius < 1:
         raise _Fail(f"{label}: the system must be stable (spectral radius < 1); got {ssm.spectral_radius:.3g}")
-    return lag_span_profile(ssm.A, ssm.B, ssm.C, n).tolist()
+    return lag_span_profile(ssm.A, ssm.B, ssm.C, max(ssm.N, n_min)).tolist()
 
 
-def _check_design(exercise: str, make_system: Any, p, d, target: list[int], summary: str) -> CheckResult:
+def _check_design(exercise: str, make_system: Any, p, d, target: Callable[[int], int], n_min: int,
+                  summary: str, hint: Callable[[list[int]], str] | None = None) -> CheckResult:
+    """``target(n)`` is the required k(n); the profile is checked for n = 1..max(N, n_min)."""
     if _is_stub(make_system):
         return CheckResult(exercise, NOT_ATTEMPTED, "replace the stub with your answer, then run this cell again")
     if not callable(make_system):
         return CheckResult(exercise, FAILED, f"expected a function; got {type(make_system).__name__}")
     label = f"{getattr(make_system, '__name__', 'your function')}()"
     try:
-        profile = _system_profile(make_system, label, p, d, len(target))
+        profile = _system_profile(make_system, label, p, d, n_min)
     except _Fail as failure:
         return CheckResult(exercise, FAILED, str(failure))
     if profile is NOT_ATTEMPTED:
         return CheckResult(exercise, NOT_ATTEMPTED, "your function returns nothing yet; fill in its body")
-    if profile != target:
-        return CheckResult(exercise, FAILED, f"k(1..{len(target)}) should be {target}; yours is {profile}")
-    return CheckResult(exercise, PASSED, summary)
+    want = [target(n) for n in range(1, len(profile) + 1)]
+    if profile != want:
+        extra = f" {hint(profile)}" if hint is not None and hint(profile) else ""
+        return CheckResult(exercise, FAILED,
+                           f"k(1..{len(want)}) should be {want}; yours is {profile}.{extra}")
+    return CheckResult(exercise, PASSED, summary.format(n=len(want), profile=want))
 
 
 def check_rank_three_system(make_system: Callable) -> CheckResult:
     """Chapter 2, exercise "three dimensions from two channels".
 
     The answer is a function of no arguments returning ``(A, B, C)``: a stable SSM
-    with ``p = d = 2`` whose lag-span dimension is ``k(n) = min(n, 3)``.
+    with ``p = d = 2`` whose lag-span dimension is ``k(n) = min(n, 3)``, checked
+    for ``n`` up to ``max(N, 7)``.
     """
-    target = [1, 2, 3, 3, 3, 3]
-    return _check_design("Chapter 2: three dimensions from two channels", make_system, 2, 2, target,
-                         f"stable, p = d = 2, and k(1..6) = {target}")
+    def hint(profile):
+        if max(profile) > 3:
+            return "k exceeds 3: what caps k at 3? (m, or the ranks of B and C)"
+        if max(profile) < 3:
+            return "k stays below 3: which bound binds? (m, or the ranks of B and C)"
+        return ""
+
+    return _check_design("Chapter 2: three dimensions from two channels", make_system, 2, 2,
+                         lambda n: min(n, 3), 7, "stable, p = d = 2, and k(1..{n}) = {profile}", hint)
 
 
 def check_long_plateau(make_system: Callable) -> CheckResult:
     """Chapter 2, exercise "a longer plateau".
 
     The answer is a function of no arguments returning ``(A, B, C)``: a stable SSM
-    (any widths) whose ``k(n)`` is 1 for ``n = 1, 2, 3`` and 2 from ``n = 4`` on.
+    (any widths) whose ``k(n)`` is 1 for ``n = 1, 2, 3`` and 2 from ``n = 4`` on,
+    checked for ``n`` up to ``max(N, 7)``.
     """
-    target = [1, 1, 1, 2, 2, 2, 2]
-    return _check_design("Chapter 2: a longer plateau", make_system, None, None, target,
-                         f"stable, and k(1..7) = {target}")
-
-
+    return _check_design("Chapter 2: a longer plateau", make_system, None, None,
+                         lambda n: 1 if n <= 3 else 2, 7, "stable, and k(1..{n}) = {profile}")
