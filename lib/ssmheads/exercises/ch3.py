@@ -12,13 +12,13 @@ restores them when the answer returns or raises.
 
 from __future__ import annotations
 
-import functools
-from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
-from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _run
+from ._common import CheckResult, _compare, _Fail, _numeric, _run
+from ._common import _on_its_own as _guarded
+from ._common import reference_routines_off as _routines_off
 
 #: The library routines an answer to a Chapter 3 exercise may not call: (module, name).
 REFERENCE_ROUTINES = (
@@ -30,47 +30,21 @@ REFERENCE_ROUTINES = (
 )
 
 
-def _write_it_yourself(*args, **kwargs):
-    # Only builtins here: this code object runs with the globals of the routine it replaces.
-    raise RuntimeError("this check asks you to write it yourself: the library's own heads and span "
-                       "routines (optimal_heads, nonnegative_head_count, interaction_rank, ...) are "
-                       "switched off while your answer runs")
-
-
-@contextmanager
-def reference_routines_off() -> Iterator[None]:
+def reference_routines_off():
     """Within the block, every routine of :data:`REFERENCE_ROUTINES` raises ``RuntimeError``.
 
-    The function objects keep their identity; only their code is swapped for the
-    block's duration, so ``ssmheads.optimal_heads``, ``ssmheads.heads.optimal_heads``
-    and a name bound earlier by ``from ssmheads import optimal_heads`` are all
-    switched off, and all work again after the block, also when it raises.
+    Chapter 3's use of :func:`ssmheads.exercises._common.reference_routines_off`: the
+    function objects keep their identity and only their code is swapped, so
+    ``ssmheads.optimal_heads``, ``ssmheads.heads.optimal_heads`` and a name bound
+    earlier by ``from ssmheads import optimal_heads`` are all switched off, and all
+    work again after the block, also when it raises.
     """
-    import importlib
-
-    functions = [getattr(importlib.import_module(f"ssmheads.{module}"), name)
-                 for module, name in REFERENCE_ROUTINES]
-    saved = [f.__code__ for f in functions]
-    try:
-        for f in functions:
-            f.__code__ = _write_it_yourself.__code__
-        yield
-    finally:
-        for f, code in zip(functions, saved):
-            f.__code__ = code
+    return _routines_off(REFERENCE_ROUTINES)
 
 
 def _on_its_own(answer):
     """``answer`` wrapped so that each call runs inside :func:`reference_routines_off`."""
-    if _is_stub(answer) or not callable(answer):
-        return answer
-
-    @functools.wraps(answer)
-    def guarded(*args):
-        with reference_routines_off():
-            return answer(*args)
-
-    return guarded
+    return _guarded(answer, REFERENCE_ROUTINES)
 
 
 def _chapter3_targets():
