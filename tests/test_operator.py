@@ -244,7 +244,7 @@ def test_operator_of_linear_map_rejects_bad_sizes(name, n, d):
 def test_operator_of_linear_map_rejects_bad_outputs():
     with pytest.raises(ValueError, match=r"f\(X\) must have shape \(n, p\) \(2 dimensions\); got shape \(6,\)"):
         operator_of_linear_map(lambda X: X.reshape(-1), 3, 2)
-    with pytest.raises(ValueError, match=r"f\(X\) has shape \(2, 2\), but axis 0 must be 3 \(the sequence length n\)"):
+    with pytest.raises(ValueError, match=r"f must return an array of shape \(n, p\) = \(3, p\) with p >= 1; got shape \(2, 2\)"):
         operator_of_linear_map(lambda X: X[:2], 3, 2)
 
 

@@ -60,3 +60,33 @@ def check_nonempty(name: str, arr: np.ndarray, axis: int, meaning: str) -> None:
 def check_seed(value: Any) -> int:
     """Return ``value`` as a seed for ``np.random.default_rng``: a non-negative integer."""
     return check_positive_int("seed", value, minimum=0)
+
+
+#: Largest array, in bytes, that a public function builds unless the caller raises the limit
+#: (through a ``max_bytes=`` keyword where the function has one). 1 GiB.
+MAX_ARRAY_BYTES = 2**30
+
+
+def check_allocation(name: str, shape: tuple, what: str, instead: str,
+                     max_bytes: int | None = None, itemsize: int = 8) -> None:
+    """Refuse, before it is made, an array of ``shape`` larger than the limit.
+
+    The limit is ``max_bytes`` if given, else :data:`MAX_ARRAY_BYTES` (1 GiB per
+    array). The ``ValueError`` names the caller's argument ``name`` (the one that
+    sets the size), says what the array is (``what``), how big it would be in GiB,
+    the limit, and what to use instead (``instead``).
+    """
+    limit = MAX_ARRAY_BYTES if max_bytes is None else max_bytes
+    if isinstance(limit, (bool, np.bool_)) or not isinstance(limit, (int, np.integer, float, np.floating)) \
+            or not limit > 0:
+        raise ValueError(f"max_bytes must be a positive number of bytes or None; got {max_bytes!r}")
+    size = float(itemsize)
+    for extent in shape:
+        size *= float(extent)
+    if size > limit:
+        shown = "x".join(str(int(e)) for e in shape)
+        raise ValueError(
+            f"{name} would make {what} an array of shape ({shown}), {size / 2**30:.2f} GiB, above the "
+            f"limit of {limit / 2**30:.2f} GiB per array (pass max_bytes= to raise it where the function "
+            f"has that keyword); {instead}"
+        )

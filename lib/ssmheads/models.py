@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_nonempty, check_positive_int, check_size
-from .operator import toeplitz_operator
+from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_size
+from .operator import _toeplitz
 
 __all__ = [
     "lag_operators",
@@ -38,6 +38,22 @@ def _check_system(A, B, C, D=None, copy=False):
         if D.shape != (C.shape[0], B.shape[1]):
             raise ValueError(f"D must have shape (p, d) = {(C.shape[0], B.shape[1])}; got shape {D.shape}")
     return A, B, C, D
+
+
+def _spectral_radius(A: np.ndarray) -> float:
+    return float(np.max(np.abs(np.linalg.eigvals(A))))
+
+
+def _overflow_message(A: np.ndarray, first: int, n: int, what: str, arg: str, index: str) -> str:
+    """Say why ``what`` stopped being finite at ``index = first`` (of ``n``), naming the spectral radius."""
+    rho = _spectral_radius(A)
+    if rho > 1.0:
+        return (f"A has spectral radius {rho:.4g} > 1 (an unstable system): {what} grows like "
+                f"{rho:.4g}^{index} and overflows the largest float at {index} = {first}, within {arg} "
+                f"(length {n}); use a length of at most {first} or an A with spectral radius below 1")
+    return (f"{what} overflows the largest float at {index} = {first} of {arg} (length {n}) although A has "
+            f"spectral radius {rho:.4g} <= 1: the entries of A, B, C (or of the input) are too large; "
+            "rescale them")
 
 
 def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
@@ -68,16 +84,32 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     Returns
     -------
     K : ndarray, shape (n, p, d)
+
+    Raises
+    ------
+    ValueError
+        If an array would exceed 1 GiB (``MAX_ARRAY_BYTES`` of ``ssmheads._validate``),
+        or if the lags overflow, as they do for an unstable ``A`` (spectral radius
+        above 1) at a lag that grows like ``log(1e308) / log(radius)``; the message
+        names the spectral radius and the first lag that overflows.
     """
     A, B, C, D = _check_system(A, B, C, D)
     n = check_positive_int("n", n)
+    instead = "use fewer lags n"
+    check_allocation("n", (n,) + B.shape, "the columns A^l B", instead)
+    check_allocation("n", (n, C.shape[0], B.shape[1]), "the lags K", instead)
     AB = np.empty((n,) + B.shape)  # AB[l] = A^l B
     AB[0] = B
-    for lag in range(1, n):
-        np.matmul(A, AB[lag - 1], out=AB[lag])
-    K = C @ AB
-    if D is not None:
-        K[0] += D
+    with np.errstate(over="ignore", invalid="ignore"):
+        for lag in range(1, n):
+            np.matmul(A, AB[lag - 1], out=AB[lag])
+        K = C @ AB
+        if D is not None:
+            K[0] += D
+    finite = np.isfinite(K).reshape(n, -1).all(axis=1)
+    if not finite.all():
+        first = int(np.argmin(finite))
+        raise ValueError(_overflow_message(A, first, n, "the lag operator C A^l B", "the n lags", "l"))
     return K
 
 
@@ -143,15 +175,30 @@ class LinearSSM(_Layer):
         Returns
         -------
         Y : ndarray, shape (n, p)
+
+        Raises
+        ------
+        ValueError
+            If the output overflows, as it does for an unstable ``A`` (spectral radius
+            above 1) on a long enough ``X``: the message gives the spectral radius and
+            the first position that overflows. Shorter sequences of an unstable system
+            are computed as usual.
         """
         X = self._input(X)
-        drive = X @ self.B.T  # (n, N): B x_t for every t
-        states = np.empty((X.shape[0], self.N))
-        h = np.zeros(self.N)
-        for t in range(X.shape[0]):
-            h = self.A @ h + drive[t]
-            states[t] = h
-        return states @ self.C.T + X @ self.D.T
+        n = X.shape[0]
+        check_allocation("X", (n, self.N), "the states h_t", "run a shorter sequence")
+        with np.errstate(over="ignore", invalid="ignore"):
+            drive = X @ self.B.T  # (n, N): B x_t for every t
+            states = np.empty((n, self.N))
+            h = np.zeros(self.N)
+            for t in range(n):
+                h = self.A @ h + drive[t]
+                states[t] = h
+            Y = states @ self.C.T + X @ self.D.T
+        finite = np.isfinite(Y).all(axis=1)
+        if not finite.all():
+            raise ValueError(_overflow_message(self.A, int(np.argmin(finite)), n, "the state h_t", "X", "t"))
+        return Y
 
     def interaction(self, X) -> np.ndarray:
         """The operator ``W[i, j] = K[i - j]`` for ``j <= i``; ``X`` only sets ``n``.
@@ -165,7 +212,23 @@ class LinearSSM(_Layer):
         W : ndarray, shape (n, n, p, d)
         """
         n = self._input(X).shape[0]
-        return toeplitz_operator(self.lag_operators(n), n)
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _toeplitz(self.lag_operators(n), n)
+
+
+_NO_OPERATOR = "use forward(X), which never builds W, or a shorter X"
+
+
+_NO_ALPHA = "use forward(X), which works on blocks of rows, or a shorter X"
+_BLOCK_ENTRIES = 2**23  # forward's softmax works on blocks of at most this many weights (64 MiB)
+
+
+def _linear_scale_message(Q: np.ndarray, K: np.ndarray) -> str:
+    top = max(float(np.max(np.abs(Q))), float(np.max(np.abs(K))))
+    return (f"X is too large for the linear kernel: queries and keys reach {top:.3e}, and the feature "
+            "map elu(u) + 1 = exp(u) of a key below -745 is 0 in floating point, so a token can get no "
+            f"weight at all; the largest safe scale keeps them within about 700: multiply X by at most "
+            f"{700.0 / top:.3e}")
 
 
 def _elu_plus_one(u: np.ndarray) -> np.ndarray:
@@ -229,6 +292,46 @@ class MultiHeadAttention(_Layer):
         K = np.einsum("hkd,nd->hnk", self.W_K, X)
         return Q, K
 
+    def _weights(self, Q: np.ndarray, K: np.ndarray, rows: slice) -> np.ndarray:
+        """Attention weights of the query rows ``rows``, shape ``(H, r, n)``, each row summing to 1.
+
+        The plain formula is used when it is finite. When a score overflows (inputs
+        of size near 1e155), queries and keys are scaled to a largest entry of 1
+        first and the scale is applied after the maximum is subtracted, so a huge
+        score gives a weight of exactly 0 or 1 instead of NaN.
+        """
+        n = K.shape[1]
+        q = Q[:, rows]
+        i = np.arange(n)[rows][:, None]
+        allowed = (np.arange(n)[None, :] <= i) if self.causal else np.ones((q.shape[1], n), dtype=bool)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            if self.kernel == "softmax":
+                scores = q @ K.transpose(0, 2, 1) / np.sqrt(self.d_k)
+                if np.all(np.isfinite(scores)):
+                    scores = np.where(allowed, scores, -np.inf)
+                    scores -= scores.max(axis=2, keepdims=True)
+                    weights = np.exp(scores)
+                else:
+                    a = np.max(np.abs(q), axis=2, keepdims=True)  # (H, r, 1)
+                    b = np.max(np.abs(K), axis=(1, 2), keepdims=True)  # (H, 1, 1)
+                    a, b = np.where(a > 0, a, 1.0), np.where(b > 0, b, 1.0)
+                    t = (q / a) @ (K / b).transpose(0, 2, 1) / np.sqrt(self.d_k)
+                    t = np.where(allowed, t, -np.inf)
+                    diff = t - t.max(axis=2, keepdims=True)  # <= 0; -inf where not allowed
+                    weights = np.exp(np.where(diff == 0, 0.0, (a * b) * diff))
+            else:
+                fq, fk = _elu_plus_one(q), _elu_plus_one(K)
+                weights = (fq @ fk.transpose(0, 2, 1)) * allowed
+                total = weights.sum(axis=2, keepdims=True)
+                if not (np.all(np.isfinite(total)) and np.all(total > 0)):
+                    fq = fq / np.max(fq, axis=2, keepdims=True)
+                    fk = fk / np.max(fk, axis=(1, 2), keepdims=True)
+                    weights = (fq @ fk.transpose(0, 2, 1)) * allowed
+            total = weights.sum(axis=2, keepdims=True)
+        if not (np.all(np.isfinite(total)) and np.all(total > 0)):
+            raise ValueError(_linear_scale_message(Q, K))
+        return weights / total
+
     def coefficients(self, X) -> np.ndarray:
         """Attention weights ``alpha[h, i, j]``; zero above the diagonal when causal.
 
@@ -240,19 +343,19 @@ class MultiHeadAttention(_Layer):
         -------
         alpha : ndarray, shape (H, n, n)
             Each row sums to 1 over the positions it may attend to.
+
+        Raises
+        ------
+        ValueError
+            If ``alpha`` would exceed 1 GiB (``MAX_ARRAY_BYTES`` of
+            ``ssmheads._validate``); :meth:`forward` computes the layer row block
+            by row block without it.
         """
         X = self._input(X)
         n = X.shape[0]
+        check_allocation("X", (self.H, n, n), "the attention weights alpha", _NO_ALPHA)
         Q, K = self._queries_keys(X)
-        allowed = np.tril(np.ones((n, n), dtype=bool)) if self.causal else np.ones((n, n), dtype=bool)
-        if self.kernel == "softmax":
-            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(self.d_k)
-            scores = np.where(allowed, scores, -np.inf)
-            scores -= scores.max(axis=2, keepdims=True)
-            weights = np.exp(scores)
-        else:
-            weights = (_elu_plus_one(Q) @ _elu_plus_one(K).transpose(0, 2, 1)) * allowed
-        return weights / weights.sum(axis=2, keepdims=True)
+        return self._weights(Q, K, slice(0, n))
 
     def value_maps(self) -> np.ndarray:
         """The per-head value maps ``V_h = W_O^h W_V^h`` (the OV circuits), shape ``(H, p, d)``."""
@@ -275,21 +378,47 @@ class MultiHeadAttention(_Layer):
         Y : ndarray, shape (n, p)
         """
         X = self._input(X)
+        n = X.shape[0]
         values = np.einsum("hvd,nd->hnv", self.W_V, X)  # (H, n, d_v)
+        Q, K = self._queries_keys(X)
         if self.kernel == "softmax":
-            heads = self.coefficients(X) @ values  # (H, n, d_v)
+            # rows in blocks, so that no (H, block, n) array passes 64 MiB
+            block = max(1, min(n, _BLOCK_ENTRIES // (self.H * n)))
+            heads = np.empty((self.H, n, self.d_v))
+            for start in range(0, n, block):
+                rows = slice(start, min(n, start + block))
+                heads[:, rows] = self._weights(Q, K, rows) @ values
         else:
-            Q, K = self._queries_keys(X)
+            check_allocation("X", (self.H, n, self.d_v, self.d_k), "the running sums S_i",
+                             "use a shorter X")
+            heads = self._linear_heads(Q, K, values)
+            if not np.all(np.isfinite(heads)):
+                # phi(q) phi(k) overflowed or underflowed: scale phi(q_i) per row and phi(k) per head
+                heads = self._linear_heads(Q, K, values, normalise=True)
+            if not np.all(np.isfinite(heads)):
+                raise ValueError(_linear_scale_message(Q, K))
+        concat = heads.transpose(1, 0, 2).reshape(X.shape[0], self.H * self.d_v)
+        W_O = self.W_O.transpose(1, 0, 2).reshape(self.p, self.H * self.d_v)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = concat @ W_O.T
+        if not np.all(np.isfinite(Y)):
+            raise ValueError(f"X is too large for this layer: the output overflows the largest float "
+                             f"(max |X| = {np.max(np.abs(X)):.3e}); rescale X")
+        return Y
+
+    def _linear_heads(self, Q, K, values, normalise: bool = False) -> np.ndarray:
+        """Linear-kernel heads by running sums, shape ``(H, n, d_v)``."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             fq, fk = _elu_plus_one(Q), _elu_plus_one(K)
+            if normalise:  # the ratio is unchanged by a positive scale of phi(q_i) or of all phi(k_j)
+                fq = fq / np.max(fq, axis=2, keepdims=True)
+                fk = fk / np.max(fk, axis=(1, 2), keepdims=True)
             outer = np.einsum("hnv,hnk->hnvk", values, fk)  # v_j phi(k_j)^T
             if self.causal:
                 S, z = np.cumsum(outer, axis=1), np.cumsum(fk, axis=1)
             else:
                 S, z = outer.sum(axis=1, keepdims=True), fk.sum(axis=1, keepdims=True)
-            heads = np.einsum("hnvk,hnk->hnv", S, fq) / np.einsum("hnk,hnk->hn", z, fq)[..., None]
-        concat = heads.transpose(1, 0, 2).reshape(X.shape[0], self.H * self.d_v)
-        W_O = self.W_O.transpose(1, 0, 2).reshape(self.p, self.H * self.d_v)
-        return concat @ W_O.T
+            return np.einsum("hnvk,hnk->hnv", S, fq) / np.einsum("hnk,hnk->hn", z, fq)[..., None]
 
     def interaction(self, X) -> np.ndarray:
         """The operator ``W[i, j] = sum_h alpha[h, i, j] V_h``.
@@ -302,8 +431,14 @@ class MultiHeadAttention(_Layer):
         -------
         W : ndarray, shape (n, n, p, d)
         """
+        n = self._input(X).shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_ALPHA)
         alpha = self.coefficients(X)
-        return np.tensordot(alpha, self.value_maps(), axes=(0, 0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            W = np.tensordot(alpha, self.value_maps(), axes=(0, 0))
+        if not np.all(np.isfinite(W)):
+            raise ValueError("the value maps W_O W_V overflow the largest float; rescale W_V or W_O")
+        return W
 
 
 class Convolution(_Layer):
@@ -355,7 +490,8 @@ class Convolution(_Layer):
         W : ndarray, shape (n, n, p, d)
         """
         n = self._input(X).shape[0]
-        return toeplitz_operator(self.kernel, n)
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _toeplitz(self.kernel, n)
 
 
 class PositionwiseLinear(_Layer):
@@ -384,4 +520,5 @@ class PositionwiseLinear(_Layer):
     def interaction(self, X) -> np.ndarray:
         """The block-diagonal operator ``W[i, j] = delta_ij W``, shape ``(n, n, p, d)``."""
         n = self._input(X).shape[0]
-        return toeplitz_operator(self.W[None], n)
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _toeplitz(self.W[None], n)

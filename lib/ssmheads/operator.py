@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int, check_size
+from ._validate import as_array, check_allocation, check_positive_int, check_size
 
 __all__ = [
     "apply_interaction",
@@ -35,7 +35,29 @@ def _operator(W) -> np.ndarray:
         raise ValueError(f"W must have shape (n, n, p, d) with equal first two axes; got shape {W.shape}")
     if W.shape[0] < 1:
         raise ValueError(f"W has shape {W.shape}; the sequence length n must be at least 1")
+    if W.shape[2] < 1 or W.shape[3] < 1:
+        raise ValueError(f"W has shape {W.shape}; the block sizes p and d (axes 2 and 3) must be at least 1")
     return W
+
+
+def _safe_scale(arr: np.ndarray) -> float:
+    """1.0 when squares of ``arr`` neither overflow nor underflow, else ``max |arr|`` (to divide by)."""
+    top = float(np.max(np.abs(arr))) if arr.size else 0.0
+    return top if (top > 1e150 or 0.0 < top < 1e-150) else 1.0
+
+
+def _toeplitz(K: np.ndarray, n: int) -> np.ndarray:
+    """``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0, without an ``(n, n)`` index array.
+
+    With ``seq = [0] * (n - 1) + [K[0], ..., K[n - 1]]`` (``K`` padded with zero blocks),
+    ``W[i, j] = seq[n - 1 + i - j]``: row ``i`` is a reversed window of ``seq``. The
+    windows are a strided view, copied once into ``W``.
+    """
+    L = K.shape[0]
+    taps = K[:n] if L >= n else np.concatenate([K, np.zeros((n - L,) + K.shape[1:])])
+    seq = np.concatenate([np.zeros((n - 1,) + K.shape[1:]), taps])  # (2n - 1, p, d)
+    view = np.lib.stride_tricks.sliding_window_view(seq, n, axis=0)  # view[s, :, :, t] = seq[s + t]
+    return np.ascontiguousarray(np.moveaxis(view, -1, 1)[:, ::-1])
 
 
 def apply_interaction(W, X) -> np.ndarray:
@@ -56,10 +78,15 @@ def apply_interaction(W, X) -> np.ndarray:
     X = as_array("X", X, 2, "(n, d)")
     check_size("X", X, 0, W.shape[0], "the sequence length n of W")
     check_size("X", X, 1, W.shape[3], "the token width d of W")
-    return np.einsum("ijpd,jd->ip", W, X)
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = np.einsum("ijpd,jd->ip", W, X)
+    if not np.all(np.isfinite(Y)):
+        raise ValueError(f"W and X are too large together: W X overflows the largest float (max |W| = "
+                         f"{np.max(np.abs(W)):.3e}, max |X| = {np.max(np.abs(X)):.3e}); rescale W or X")
+    return Y
 
 
-def toeplitz_operator(K, n: int) -> np.ndarray:
+def toeplitz_operator(K, n: int, max_bytes: int | None = None) -> np.ndarray:
     """The causal block-Toeplitz operator ``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0.
 
     This is the operator of every causal time-invariant linear layer: a
@@ -71,6 +98,10 @@ def toeplitz_operator(K, n: int) -> np.ndarray:
         Lag operators; lags at or beyond ``L`` are zero.
     n : int
         Sequence length, ``n >= 1``.
+    max_bytes : int, optional
+        Largest ``W`` to build, in bytes; default ``MAX_ARRAY_BYTES`` of
+        ``ssmheads._validate`` (1 GiB). A larger ``W`` raises a ``ValueError`` before
+        anything is allocated; apply the lags as a convolution instead.
 
     Returns
     -------
@@ -78,11 +109,11 @@ def toeplitz_operator(K, n: int) -> np.ndarray:
     """
     K = as_array("K", K, 3, "(L, p, d)")
     n = check_positive_int("n", n)
-    L = K.shape[0]
-    lag = np.arange(n)[:, None] - np.arange(n)[None, :]  # (n, n), lag = i - j
-    inside = (lag >= 0) & (lag < L)
-    padded = np.concatenate([K, np.zeros((1,) + K.shape[1:])], axis=0)  # index L is the zero block
-    return padded[np.where(inside, lag, L)]
+    if K.shape[1] < 1 or K.shape[2] < 1:
+        raise ValueError(f"K has shape {K.shape}; the block sizes p and d (axes 1 and 2) must be at least 1")
+    check_allocation("n", (n, n) + K.shape[1:], "the operator W", "apply the lags as a convolution "
+                     "(ssmheads.Convolution(K).forward) or use a smaller n", max_bytes)
+    return _toeplitz(K, n)
 
 
 def block_norms(W, ord: str = "fro") -> np.ndarray:
@@ -99,11 +130,14 @@ def block_norms(W, ord: str = "fro") -> np.ndarray:
     norms : ndarray, shape (n, n)
     """
     W = _operator(W)
+    if ord not in ("fro", "spectral"):
+        raise ValueError(f"ord must be 'fro' or 'spectral'; got {ord!r}")
+    scale = _safe_scale(W)  # entries beyond 1e150 or below 1e-150: square after dividing by max |W|
+    if scale != 1.0:
+        return scale * block_norms(W / scale, ord)
     if ord == "fro":
         return np.sqrt(np.einsum("ijpd,ijpd->ij", W, W))
-    if ord == "spectral":
-        return np.linalg.norm(W, ord=2, axis=(2, 3))
-    raise ValueError(f"ord must be 'fro' or 'spectral'; got {ord!r}")
+    return np.linalg.norm(W, ord=2, axis=(2, 3))
 
 
 def causality_violation(W) -> float:
@@ -143,10 +177,12 @@ def toeplitz_deviation(W) -> float:
     W = _operator(W)
     if W.shape[0] < 2:
         return 0.0
-    return float(np.max(np.abs(W[1:, 1:] - W[:-1, :-1])))
+    scale = _safe_scale(W)
+    return scale * float(np.max(np.abs(W[1:, 1:] / scale - W[:-1, :-1] / scale)))
 
 
-def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int) -> np.ndarray:
+def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int,
+                           max_bytes: int | None = None) -> np.ndarray:
     """Recover the interaction operator of a *linear* sequence map by probing it with unit tokens.
 
     For a linear map the operator is unique and equals the Jacobian,
@@ -160,24 +196,46 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
         Maps an array of shape ``(n, d)`` to an array of shape ``(n, p)``. Must be linear.
     n, d : int
         Sequence length and token width.
+    max_bytes : int, optional
+        Largest ``W`` to build, in bytes; default 1 GiB (``MAX_ARRAY_BYTES`` of
+        ``ssmheads._validate``). The check runs before the first probe (with ``p = 1``)
+        and again once ``f`` has shown its output width ``p``.
 
     Returns
     -------
     W : ndarray, shape (n, n, p, d)
     """
+    if not callable(f):
+        raise ValueError(f"f must be callable (a linear map from (n, d) arrays to (n, p) arrays); "
+                         f"got {type(f).__name__}")
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
-    columns = []
-    for probe in np.eye(n * d).reshape(n * d, n, d):
-        y = as_array("f(X)", f(probe), 2, "(n, p)")
-        check_size("f(X)", y, 0, n, "the sequence length n")
-        columns.append(y)
-    response = np.stack(columns)  # (n*d, n, p): probe (j, c) -> y
-    p = response.shape[2]
-    return response.reshape(n, d, n, p).transpose(2, 0, 3, 1)
+    instead = "probe a smaller n, or read the few blocks you need from f directly"
+    check_allocation("n", (n, n, 1, d), "the operator W", instead, max_bytes)
+    W = None
+    for j in range(n):
+        for c in range(d):
+            probe = np.zeros((n, d))
+            probe[j, c] = 1.0
+            y = f(probe)
+            try:
+                y = as_array("f(X)", y, 2, "(n, p)")
+            except ValueError as exc:
+                raise ValueError(f"f must return a finite array of shape (n, p) = ({n}, p); {exc}") from None
+            if y.shape[0] != n or y.shape[1] < 1:
+                raise ValueError(f"f must return an array of shape (n, p) = ({n}, p) with p >= 1; "
+                                 f"got shape {y.shape}")
+            if W is None:
+                check_allocation("n", (n, n, y.shape[1], d), "the operator W", instead, max_bytes)
+                W = np.empty((n, n, y.shape[1], d))
+            elif y.shape[1] != W.shape[2]:
+                raise ValueError(f"f must return arrays of one shape (n, p); got p = {W.shape[2]} for the "
+                                 f"first probe and shape {y.shape} later")
+            W[:, j, :, c] = y
+    return W
 
 
-def trivial_interaction_form(Y, X) -> np.ndarray:
+def trivial_interaction_form(Y, X, max_bytes: int | None = None) -> np.ndarray:
     """Remark 1: an interaction form for *any* map, ``W_ij = y_i x_j^T / ||X||_F^2``.
 
     Given the output ``Y = F(X)`` of an arbitrary map on a nonzero input ``X``, this
@@ -190,6 +248,9 @@ def trivial_interaction_form(Y, X) -> np.ndarray:
         Output of the map on ``X``.
     X : array, shape (n, d)
         A nonzero input.
+    max_bytes : int, optional
+        Largest ``W`` to build, in bytes; default 1 GiB (``MAX_ARRAY_BYTES`` of
+        ``ssmheads._validate``).
 
     Returns
     -------
@@ -198,10 +259,25 @@ def trivial_interaction_form(Y, X) -> np.ndarray:
     Y = as_array("Y", Y, 2, "(n, p)")
     X = as_array("X", X, 2, "(n, d)")
     check_size("Y", Y, 0, X.shape[0], "the sequence length n of X")
-    scale = float(np.sum(X * X))
-    if scale == 0.0:
+    for name, arr in (("Y", Y), ("X", X)):
+        if arr.shape[0] < 1 or arr.shape[1] < 1:
+            raise ValueError(f"{name} has shape {arr.shape}; n and its width must be at least 1")
+    check_allocation("X", (X.shape[0], X.shape[0], Y.shape[1], X.shape[1]), "the operator W",
+                     "use a shorter sequence", max_bytes)
+    top = float(np.max(np.abs(X)))
+    if top == 0.0:
         raise ValueError("X must be nonzero: the construction divides by ||X||_F^2")
-    return np.einsum("ip,jd->ijpd", Y, X) / scale
+    scale = float(np.sum(X * X))
+    if 1e-290 < scale < 1e290:
+        return np.einsum("ip,jd->ijpd", Y, X) / scale
+    # ||X||^2 would overflow or underflow: W_ij = y_i (x_j / s)^T / (s ||X / s||^2), s = max |X|
+    unit = X / top
+    with np.errstate(over="ignore", invalid="ignore"):
+        W = np.einsum("ip,jd->ijpd", Y / top, unit) / float(np.sum(unit * unit))
+    if not np.all(np.isfinite(W)):
+        raise ValueError(f"Y and X have incompatible scales: max |Y| / ||X||_F = "
+                         f"{np.max(np.abs(Y)):.3e} / {top:.3e} overflows the largest float")
+    return W
 
 
 def two_route_gap(layer, X) -> float:
@@ -223,7 +299,15 @@ def two_route_gap(layer, X) -> float:
     """
     if not (hasattr(layer, "forward") and hasattr(layer, "interaction")):
         raise ValueError(f"layer must have forward(X) and interaction(X) methods; got {type(layer).__name__}")
-    direct = np.asarray(layer.forward(X))
+    direct = as_array("layer.forward(X)", layer.forward(X), 2, "(n, p)")
     via_operator = apply_interaction(layer.interaction(X), X)
+    if direct.shape != via_operator.shape:
+        raise ValueError(f"layer.forward(X) has shape {direct.shape} but layer.interaction(X) X has shape "
+                         f"{via_operator.shape}")
     scale = float(np.max(np.abs(direct))) if direct.size else 0.0
-    return float(np.max(np.abs(direct - via_operator))) / (scale if scale > 0 else 1.0)
+    scale = scale if scale > 0 else 1.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        gap = float(np.max(np.abs(direct - via_operator))) / scale
+    if not np.isfinite(gap):  # the difference overflowed: form it after scaling
+        gap = float(np.max(np.abs(direct / scale - via_operator / scale)))
+    return gap

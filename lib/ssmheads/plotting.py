@@ -19,6 +19,11 @@ from .operator import block_norms
 
 __all__ = ["BOOK_STYLE", "use_book_style", "operator_heatmap", "operator_gallery"]
 
+#: Most panels :func:`operator_gallery` draws in one figure.
+MAX_PANELS = 64
+#: Largest operator :func:`operator_heatmap` draws: ``n x n`` pixels with ``n`` up to this.
+MAX_PIXELS_SIDE = 4096
+
 #: rcParams shared by every figure of the book.
 BOOK_STYLE = {
     "figure.dpi": 90,
@@ -85,7 +90,32 @@ def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = 
     Returns
     -------
     matplotlib Axes
+
+    Raises
+    ------
+    ValueError
+        If ``ax`` is not a matplotlib Axes, ``vmax`` is not a finite positive number,
+        ``title`` is not a string, ``colorbar`` is not a bool, or ``W`` has more than
+        ``MAX_PIXELS_SIDE`` (4096) positions (the image would have more pixels than a
+        screen shows; plot ``block_norms`` of a window of ``W`` instead).
     """
+    from matplotlib.axes import Axes
+
+    if ax is not None and not isinstance(ax, Axes):
+        raise ValueError(f"ax must be a matplotlib Axes or None; got {type(ax).__name__}")
+    if title is not None and not isinstance(title, str):
+        raise ValueError(f"title must be a string or None; got {type(title).__name__}")
+    if not isinstance(colorbar, (bool, np.bool_)):
+        raise ValueError(f"colorbar must be True or False; got {colorbar!r}")
+    if vmax is not None:
+        if isinstance(vmax, (bool, np.bool_)) or not isinstance(vmax, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(vmax) or vmax <= 0:
+            raise ValueError(f"vmax must be a finite number > 0 or None; got {vmax!r}")
+        vmax = float(vmax)
+    shape = np.shape(W)
+    if len(shape) == 4 and shape[0] > MAX_PIXELS_SIDE:
+        raise ValueError(f"W has n = {shape[0]} positions, more than the {MAX_PIXELS_SIDE} a heatmap draws "
+                         f"(one pixel per block); draw a window W[:m, :m] or the block norms of a part of W")
     norms = block_norms(W)
     if ax is None:
         _, ax = plt.subplots(figsize=(3.4, 3.0), layout="constrained")
@@ -127,13 +157,36 @@ def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptit
     Returns
     -------
     matplotlib Figure
+
+    Raises
+    ------
+    ValueError
+        On a bad argument, or when the grid would have more than ``MAX_PANELS`` (64)
+        panels (``ncols`` times the number of rows); draw several galleries instead.
     """
+    if not isinstance(operators, Mapping):
+        raise ValueError(f"operators must be a mapping from names to operators; got {type(operators).__name__}")
     if not operators:
         raise ValueError("operators must contain at least one operator; got an empty mapping")
     ncols = check_positive_int("ncols", ncols)
-    if colorbar not in ("none", "panel", "shared"):
+    if not isinstance(colorbar, str) or colorbar not in ("none", "panel", "shared"):
         raise ValueError(f"colorbar must be 'none', 'panel' or 'shared'; got {colorbar!r}")
+    if suptitle is not None and not isinstance(suptitle, str):
+        raise ValueError(f"suptitle must be a string or None; got {type(suptitle).__name__}")
     names = list(operators)
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"operators must have string names (they become panel titles); got {name!r}")
+    panels = ncols * -(-len(names) // ncols)
+    if panels > MAX_PANELS:
+        raise ValueError(f"ncols = {ncols} with {len(names)} operators makes a grid of {panels} panels, more "
+                         f"than the {MAX_PANELS} one figure draws; use ncols <= {max(1, len(names))} "
+                         "or several galleries")
+    for name in names:  # validate every operator before drawing anything
+        try:
+            block_norms(operators[name])
+        except ValueError as exc:
+            raise ValueError(f"operators[{name!r}] is not an operator: {exc}") from None
     vmax = None
     if colorbar == "shared":
         vmax = max(max(float(block_norms(operators[name]).max()) for name in names), 1e-300)
