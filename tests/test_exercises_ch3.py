@@ -524,3 +524,121 @@ def test_library_use_outside_the_answer_is_allowed():
     """Data made with the library before the check (systems, lags) are fine; only calls during it are refused."""
     lags = {n: _lags(rotation(1.0, 0.9), n) for n in (6, 10)}
     assert check_exact_heads(lambda K: exact_head_construction(lags.get(K.shape[0], K))).status == PASSED
+
+
+# ------------------------------------------------------------ referee's gamed answers (each must fail)
+
+
+def _random_gaussian_heads(K, X):
+    """Four Gaussian value maps, alpha solved token by token: right wherever [V_h x] is invertible."""
+    V = np.random.default_rng(0).standard_normal((4, 4, 4))
+    n = K.shape[0]
+    alpha = np.zeros((4, n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            if np.any(X[j]):
+                alpha[:, i, j] = np.linalg.solve(np.einsum("hpd,d->ph", V, X[j]), K[i - j] @ X[j])
+    return alpha, V
+
+
+def _first_coordinate_heads(K, X):
+    """V_h = e_h e_1^T and alpha = K x / x_1: right whenever x_1 != 0 (zero tokens handled)."""
+    V = np.stack([np.outer(e, np.eye(4)[0]) for e in np.eye(4)])
+    n = K.shape[0]
+    alpha = np.zeros((4, n, n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(n):
+            for j in range(i + 1):
+                if np.any(X[j]):
+                    alpha[:, i, j] = K[i - j] @ X[j] / X[j, 0]
+    return alpha, V
+
+
+def test_gaussian_value_maps_fail_at_a_token_where_they_do_not_span():
+    """det[V_h x] changes sign on the sphere, so it vanishes on a cone; the check bisects to it."""
+    V = np.random.default_rng(0).standard_normal((4, 4, 4))
+    dets = np.linalg.det(np.einsum("hpd,sd->sph", V, np.random.default_rng(1).standard_normal((500, 4))))
+    assert dets.min() < 0 < dets.max()  # the premise: the determinant takes both signs
+    assert check_exact_heads(exact_head_construction).status == PASSED
+    result = check_quaternion_heads(_random_gaussian_heads)
+    assert result.status == FAILED, result
+    assert "where your value maps come closest to failing" in result.message
+    assert "span fewer than four dimensions" in result.message and "at token 4, x = [" in result.message
+
+
+def test_first_coordinate_value_maps_fail_at_e2():
+    """Passes every random token (x_1 != 0), fails on e_2 where V_h x = 0 for every head."""
+    result = check_quaternion_heads(_first_coordinate_heads)
+    assert result.status == FAILED, result
+    assert "at token 1, x = [0, 1, 0, 0]" in result.message and "span fewer than four" in result.message
+
+
+def test_quaternion_probe_finds_no_bad_token_for_the_quaternions():
+    from ssmheads.exercises.ch3 import DEGENERATE_TOKEN, _spanning_ratio, _worst_token
+
+    worst = _worst_token(QUATERNION_VALUES)
+    assert abs(_spanning_ratio(QUATERNION_VALUES, worst) - 1.0) < 1e-12  # M(x)^T M(x) = |x|^2 I
+    V = np.random.default_rng(0).standard_normal((4, 4, 4))
+    assert _spanning_ratio(V, _worst_token(V)) < DEGENERATE_TOKEN / 100
+
+
+def _nonneg_rule(phi_rule):
+    def count(K):
+        G = np.asarray(K).reshape(len(K), -1)
+        norms = np.linalg.norm(G, axis=1)
+        G = G[norms > 1e-12 * norms.max()]
+        return _always_k(K) + (0 if phi_rule(G) else 1)
+    return count
+
+
+def _sum_functional(G):
+    return bool(np.all(G @ G.sum(axis=0) > 0))
+
+
+def _nonstrict_lp(G):
+    from scipy.optimize import linprog
+    lp = linprog(np.zeros(G.shape[1]), A_ub=np.vstack([-G, -G.sum(axis=0)]), b_ub=np.r_[np.zeros(len(G)), -1.0],
+                 bounds=[(None, None)] * G.shape[1], method="highs")
+    return lp.status == 0
+
+
+def _default_bounds_lp(G):
+    from scipy.optimize import linprog
+    return linprog(np.zeros(G.shape[1]), A_ub=-G, b_ub=-np.ones(len(G)), method="highs").status == 0
+
+
+@pytest.mark.parametrize("rule, expected_in_message", [
+    (_sum_functional, "rotation(0.5), n=7 ((n-1) theta = 3 < pi): H+ should be 2; got 3"),
+    (_nonstrict_lp, "(a line in the cone): H+ should be 3; got 2"),
+    (_default_bounds_lp, "scalar a = 0.5, C = -1, n=8 (all lags negative): H+ should be 1; got 2"),
+], ids=["phi = sum of lags", "non-strict LP", "linprog default bounds phi >= 0"])
+def test_plausible_wrong_pointedness_rules_fail(rule, expected_in_message):
+    result = check_nonnegative_head_count(_nonneg_rule(rule))
+    assert result.status == FAILED, result
+    assert expected_in_message in result.message
+
+
+def test_loose_rank_tolerance_fails_the_build_heads_check():
+    def loose(K):
+        n, p, d = K.shape
+        G = _vec(K)
+        U, s, Qt = np.linalg.svd(G, full_matrices=False)
+        k = int(np.sum(s > 1e-2 * s[0]))
+        return s[:k, None] * Qt[:k], np.stack([U[:, h].reshape(p, d, order="F") for h in range(k)])
+
+    result = check_exact_heads(loose)
+    assert result.status == FAILED
+    assert "C = diag(1, 3e-4), n=9 (sigma_2 / sigma_1 = 1.1e-04)" in result.message
+    assert "so use exactly 2 heads; you used 1" in result.message
+
+
+def test_mismatched_vec_order_gets_a_reshape_hint():
+    def row_major_unvec(K):
+        c, V = exact_head_construction(K)   # vec is column-major; unvec it row-major instead
+        p, d = V.shape[1:]
+        return c, np.stack([v.reshape(-1, order="F").reshape(p, d) for v in V])
+
+    result = check_exact_heads(row_major_unvec)
+    assert result.status == FAILED
+    assert "right singular values but misplaced entries" in result.message
+    assert "misplaced" not in check_exact_heads(_wrong_values).message

@@ -60,13 +60,42 @@ def _chapter3_targets():
     return targets
 
 
+def _build_heads_targets():
+    """Chapter 3's targets plus one whose second singular value is ~1e-4 of the first.
+
+    ``A = diag(0.9, 0.5)``, ``B = I``, ``C = diag(1, 3e-4)``: the lag span is exactly
+    two-dimensional, but a rank tolerance as loose as ``1e-2 * s[0]`` (or ``1e-3``) sees one.
+    """
+    from ..models import lag_operators
+
+    K = lag_operators(np.diag([0.9, 0.5]), np.eye(2), np.diag([1.0, 3e-4]), 9)
+    s = np.linalg.svd(K.reshape(9, -1), compute_uv=False)
+    return _chapter3_targets() + [(f"diagonal([0.9, 0.5]), C = diag(1, 3e-4), n=9 (sigma_2 / sigma_1 = {s[1] / s[0]:.1e})",
+                                   K)]
+
+
+def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
+    """A hint when the reconstructed lags are a reordering of the right ones (same singular values)."""
+    n = K.shape[0]
+    s_got = np.linalg.svd(got.reshape(n, -1), compute_uv=False)
+    s_ref = np.linalg.svd(K.reshape(n, -1), compute_uv=False)
+    if np.allclose(s_got, s_ref, rtol=1e-8, atol=1e-10 * max(s_ref[0], 1e-300)):
+        return ("; your lags have the right singular values but misplaced entries: check that the inverse "
+                "of your vec (the reshape back to p x d) uses the same order as vec itself "
+                "(column-major: K.transpose(0, 2, 1).reshape(n, p * d) and back)")
+    return ""
+
+
 def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
     """Chapter 3, exercise "build the heads": the construction of Theorem 3.1.
 
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with
     ``sum_h coefficients[h, l] * values[h] == K[l]`` and the fewest heads, ``H = k``.
-    The library's own routines are switched off while the answer runs.
+    One case has ``sigma_2 / sigma_1 ~ 1e-4``, so a loose rank tolerance fails; when the
+    entries are wrong but their singular values are right, the message points at the
+    order of ``vec`` and its inverse. The library's own routines are switched off while
+    the answer runs (to help you test your own code, not as a security boundary).
     """
     from ..span import interaction_rank
 
@@ -85,10 +114,14 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
             c = _numeric(c, (heads, K.shape[0]), f"{label}: coefficients")
             if V.shape[0] != k:
                 raise _Fail(f"{label}: the lags span k = {k} dimensions, so use exactly {k} heads; you used {V.shape[0]}")
-            _compare(np.einsum("hl,hpd->lpd", c, V), K, f"{label}: sum_h c_h(l) V_h against K_l")
+            got = np.einsum("hl,hpd->lpd", c, V)
+            try:
+                _compare(got, K, f"{label}: sum_h c_h(l) V_h against K_l")
+            except _Fail as failure:
+                raise _Fail(str(failure) + _reshape_hint(got, K)) from None
         return test
 
-    cases = [(f"exact_head_construction on {label}", (K,), expect(K)) for label, K in _chapter3_targets()]
+    cases = [(f"exact_head_construction on {label}", (K,), expect(K)) for label, K in _build_heads_targets()]
     return _run("Chapter 3: build the heads", _on_its_own(exact_head_construction), cases,
                 f"k heads reproduce every lag exactly on {len(cases)} systems")
 
@@ -126,9 +159,15 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
     """Chapter 3, exercise "count nonnegative heads": ``H+ = k`` if the cone is pointed, else ``k + 1``.
 
     The answer is a function ``nonnegative_head_count(K)`` returning an integer. The cases
-    include ``k = 3`` with a pointed and a non-pointed cone, and lags that are exactly zero
-    (which a pointing functional must ignore). The library's own routines are switched
-    off while the answer runs.
+    include ``k = 3`` with a pointed and a non-pointed cone, lags that are exactly zero
+    (which a pointing functional must ignore), and three cases that catch plausible
+    wrong rules: the rotation with ``(n - 1) theta = 3 < pi`` (``phi = sum_l K_l`` as the
+    pointing functional says 3, the answer is 2), a cone containing a line on which a
+    non-strict program (``phi(K_l) >= 0``, ``sum_l phi(K_l) >= 1``) is feasible (it says 2,
+    the answer is 3), and a scalar SSM whose lags are all negative (``linprog`` with its
+    default bounds ``phi >= 0`` says 2, the answer is 1). The library's own routines are
+    switched off while the answer runs (to help you test your own code, not as a
+    security boundary).
     """
     from ..heads import nonnegative_head_count as reference
     from ..models import lag_operators
@@ -145,7 +184,17 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
                ("diagonal([-0.9, -0.5, -0.2]), n=8 (k = 3, signs alternate)",
                 lag_operators(*_rot(diagonal([-0.9, -0.5, -0.2])), 8)),
                ("nilpotent shift, B = C = I_3, n=6 (K_3 = K_4 = K_5 = 0)",
-                lag_operators(shift, np.eye(3), np.eye(3), 6))]
+                lag_operators(shift, np.eye(3), np.eye(3), 6)),
+               # (n-1) theta = 3 < pi: pointed (H+ = 2), but phi = sum_l K_l is not positive on every lag
+               ("rotation(0.5), n=7 ((n-1) theta = 3 < pi)", lag_operators(*_rot(rotation(0.5, 0.9)), 7)),
+               # K_l = diag((-0.5)^l, [l == 1]): the (1, 1) entries make a line, the (2, 2) entry is
+               # >= 0 on every lag; phi(K_l) >= 0 with sum phi(K_l) >= 1 is feasible, yet H+ = k + 1
+               ("[-0.5] (+) 2-step nilpotent shift, B = [I_2; 0], C = [e_1^T; e_3^T], n=8 (a line in the cone)",
+                lag_operators(np.diag([-0.5, 0.0, 0.0]) + np.diag([0.0, 1.0], -1),
+                              np.eye(3)[:, :2], np.eye(3)[[0, 2]], 8)),
+               # every lag is negative: pointed, H+ = 1; a functional restricted to phi >= 0 finds no witness
+               ("scalar a = 0.5, C = -1, n=8 (all lags negative)",
+                lag_operators([[0.5]], [[1.0]], [[-1.0]], 8))]
 
     def expect(value):
         def test(out, label):
@@ -158,7 +207,7 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
     cases = [(f"nonnegative_head_count on {label}", (K,), expect(reference(K))) for label, K in targets]
     return _run("Chapter 3: count nonnegative heads", _on_its_own(nonnegative_head_count), cases,
                 f"H+ is right on {len(cases)} systems (signs, rotations before and after half a turn, "
-                "k = 3, zero lags)")
+                "k = 3, zero lags, a line in the cone, all lags negative)")
 
 
 def _rot(ssm):
@@ -190,6 +239,56 @@ def _quaternion_cases():
     return cases
 
 
+#: A token x is "degenerate" for four value maps when sigma_min([V_1 x .. V_4 x]) / (||x|| max_h ||V_h||_2)
+#: falls below this: the maps then fail to span R^4 there (up to rounding).
+DEGENERATE_TOKEN = 1e-6
+
+
+def _spanning_ratio(V: np.ndarray, x: np.ndarray) -> float:
+    """``sigma_min([V_1 x, ..., V_4 x]) / (||x|| max_h ||V_h||_2)``; 0 when the maps miss a direction at ``x``."""
+    scale = max(float(np.linalg.norm(V, ord=2, axis=(1, 2)).max()), 1e-300) * max(float(np.linalg.norm(x)), 1e-300)
+    return float(np.linalg.svd(np.einsum("hpd,d->ph", V, x), compute_uv=False)[-1]) / scale
+
+
+def _worst_token(V: np.ndarray, samples: int = 2000, seed: int = 0) -> np.ndarray:
+    """A unit token at which ``V_1 x, ..., V_4 x`` come closest to failing to span R^4.
+
+    Samples ``samples`` unit tokens; if ``det[V_1 x .. V_4 x]`` takes both signs, bisects
+    along the arc between a positive and a negative sample to a token where it vanishes
+    (it is continuous on the connected sphere); otherwise polishes the sampled token with
+    the smallest spanning ratio by Nelder-Mead. Deterministic (seeded).
+    """
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((samples, 4))
+    xs /= np.linalg.norm(xs, axis=1, keepdims=True)
+    M = np.einsum("hpd,sd->sph", V, xs)
+    det = np.linalg.det(M)
+    ratios = np.linalg.svd(M, compute_uv=False)[:, -1]
+    if det.max() > 0 > det.min():
+        a, b = xs[np.argmax(det)], xs[np.argmin(det)]
+        for _ in range(80):  # det(M(a)) > 0 > det(M(b)) throughout
+            mid = (a + b) / np.linalg.norm(a + b)
+            if np.linalg.det(np.einsum("hpd,d->ph", V, mid)) > 0:
+                a = mid
+            else:
+                b = mid
+        return a
+    start = xs[np.argmin(ratios)]
+    best = minimize(lambda y: _spanning_ratio(V, y), start, method="Nelder-Mead",
+                    options={"xatol": 1e-12, "fatol": 1e-14, "maxiter": 800}).x
+    best = best / np.linalg.norm(best)
+    return best if _spanning_ratio(V, best) < _spanning_ratio(V, start) else start
+
+
+def _pair_target(K: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``K_(i-j) x_j`` for ``j <= i`` and zero otherwise, shape ``(n, n, p)``."""
+    n = K.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    return np.where((lag >= 0)[..., None], np.einsum("ijpd,jd->ijp", K[np.clip(lag, 0, None)], X), 0.0)
+
+
 def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
     """Chapter 3, exercise "four heads on R^4": token-dependent coefficients for four fixed heads.
 
@@ -197,15 +296,32 @@ def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
     an input ``X (n, 4)`` and returning ``(alpha (4, n, n), values (4, 4, 4))``: four
     value maps ``V_h`` that do not depend on ``K`` or ``X``, and causal coefficients
     with ``sum_h alpha[h, i, j] V_h x_j = K_{i-j} x_j`` for every pair ``j <= i``
-    (so the heads reproduce the SSM's output on ``X``, pair by pair). The library's
-    own routines are switched off while the answer runs.
+    (so the heads reproduce the SSM's output on ``X``, pair by pair).
+
+    The point of the exercise is that ``V_1 x, ..., V_4 x`` span ``R^4`` for **every**
+    ``x != 0``. So after the fixed cases the check takes the answer's value maps,
+    searches for the token where they come closest to failing (sign changes of
+    ``det[V_1 x .. V_4 x]`` are bisected to a zero), and runs the answer once more on an
+    input made of ``e_1, ..., e_4``, that token and random tokens; value maps whose
+    spanning ratio (:data:`DEGENERATE_TOKEN`) vanishes at one of these tokens fail with
+    a message naming it. The library's own routines are switched off while the answer
+    runs (to help you test your own code, not as a security boundary).
     """
     first_values = []
 
-    def expect(K, X):
+    def structure(V, X, label):
+        for r, x in enumerate(X):
+            if np.any(x) and _spanning_ratio(V, x) < DEGENERATE_TOKEN:
+                token = "[" + ", ".join(f"{v:.6g}" for v in x) + "]"
+                raise _Fail(f"{label}: at token {r}, x = {token}, your value maps V_h x span fewer than four "
+                            f"dimensions (sigma_min([V_1 x .. V_4 x]) / (|x| max |V_h|) = "
+                            f"{_spanning_ratio(V, x):.1e}), so no coefficients give K x there; four heads must "
+                            "span R^4 at every nonzero token")
+
+    def expect(K, X, probe=False):
         n = K.shape[0]
         lag = np.arange(n)[:, None] - np.arange(n)[None, :]
-        target = np.where((lag >= 0)[..., None], np.einsum("ijpd,jd->ijp", K[np.clip(lag, 0, None)], X), 0.0)
+        target = _pair_target(K, X)
 
         def test(out, label):
             try:
@@ -215,6 +331,8 @@ def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
             if np.ndim(V) == 3 and np.shape(V)[0] != 4:
                 raise _Fail(f"{label}: use exactly four heads; you returned {np.shape(V)[0]} value maps")
             V = _numeric(V, (4, 4, 4), f"{label}: values")
+            if probe:
+                structure(V, X, label)
             alpha = _numeric(alpha, (4, n, n), f"{label}: alpha")
             if not first_values:
                 first_values.append(V)
@@ -229,7 +347,23 @@ def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
             _compare(got, target, f"{label}: sum_h alpha[h, i, j] V_h x_j against K_(i-j) x_j, entry (i, j, row)")
         return test
 
-    cases = [(f"quaternion_heads on {label}", (K, X), expect(K, X)) for label, K, X in _quaternion_cases()]
-    return _run("Chapter 3: four heads on R^4", _on_its_own(quaternion_heads), cases,
-                f"four fixed heads reproduce every pair K_(i-j) x_j on {len(cases)} systems and inputs, "
-                "including a k = 16 SSM and a zero token")
+    def cases():
+        for label, K, X in _quaternion_cases():
+            yield f"quaternion_heads on {label}", (K, X), expect(K, X)
+        if not first_values:  # no case reached its test: nothing to probe
+            return
+        from ..models import lag_operators
+        from ..systems import random_stable
+
+        worst = _worst_token(first_values[0])
+        X = np.vstack([np.eye(4), worst, np.random.default_rng(5).standard_normal((3, 4))])
+        big = random_stable(16, 4, 4, rho=0.9, seed=3)
+        K = lag_operators(big.A, big.B, big.C, X.shape[0])
+        token = "[" + ", ".join(f"{v:.6g}" for v in worst) + "]"
+        yield (f"quaternion_heads on tokens e_1, e_2, e_3, e_4, x = {token} (where your value maps come closest "
+               "to failing) and 3 random tokens", (K, X), expect(K, X, probe=True))
+
+    return _run("Chapter 3: four heads on R^4", _on_its_own(quaternion_heads), cases(),
+                f"four fixed heads reproduce every pair K_(i-j) x_j on {len(_quaternion_cases()) + 1} inputs, "
+                "including a k = 16 SSM, a zero token, e_1..e_4 and the token where your value maps come "
+                "closest to failing to span R^4")
