@@ -50,3 +50,28 @@ def test_head_explorer_has_all_controls():
     names = {getattr(child, "description", None) for child in head_explorer().children}
     assert {"family", "n", "H", "theta", "rho", "k", "seed"} <= names
     plt.close("all")
+
+
+def test_random_family_has_k_below_pd_so_the_zero_at_k_is_not_forced():
+    """p = d = 3 (pd = 9 > k): the error from H = k on is a computed tail, not head_count_curve's literal 0."""
+    from ssmheads.heads import head_count_curve, white_noise_weights
+    from ssmheads.systems import random_with_lag_rank
+    from ssmheads.widgets.ch3 import RANDOM_WIDTH, _head_system
+
+    ssm = _head_system("random with lag rank k", 1.0, 0.9, 4, 0)
+    assert RANDOM_WIDTH == 3 and ssm.B.shape == (4, 3) and ssm.C.shape == (3, 4)
+    reference = random_with_lag_rank(4, 3, 3, seed=0)
+    assert np.array_equal(ssm.A, reference.A) and np.array_equal(ssm.C, reference.C)
+    curve = head_count_curve(ssm.lag_operators(16), 5, white_noise_weights(16))
+    assert np.all(curve[4:] > 0) and np.all(curve[4:] < 1e-12 * curve[0])
+    assert curve[3] > 1e-6 * curve[0]
+    assert _head_system("random with lag rank k", 1.0, 0.9, 6, 0).A.shape == (6, 6)
+
+
+def test_head_explorer_figure_legends_the_chosen_h_and_styles_each_head():
+    fig = head_explorer_figure("random with lag rank k", n=16, H=3, k=4)
+    left, middle, _ = fig.axes
+    assert "chosen $H = 3$" in [t.get_text() for t in left.get_legend().get_texts()]
+    curves = middle.get_lines()[:3]
+    assert len({(line.get_marker(), line.get_linestyle()) for line in curves}) == 3
+    plt.close(fig)

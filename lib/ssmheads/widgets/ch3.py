@@ -13,6 +13,24 @@ from ._common import _explorer
 #: Errors below this fraction of the largest are zero up to rounding; drawn on the axis floor.
 ZERO_FLOOR = 1e-12
 
+#: Token and output width of the explorer's "random with lag rank k" family: ``p = d = 3``, so
+#: ``pd = 9`` exceeds every ``k`` the explorer offers and "exactly zero from ``H = k``" is a
+#: property of the system, not of the ambient dimension.
+RANDOM_WIDTH = 3
+
+#: Markers and line styles that tell the coefficient curves apart without colour.
+_STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"))
+
+
+def _head_system(family: str, theta: float, rho: float, k: int, seed: int):
+    """The explorer's system: :func:`family_system`, except that the random family has ``p = d = 3``."""
+    from ..systems import random_with_lag_rank
+
+    if family == "random with lag rank k":
+        k = min(check_positive_int("k", k), 6)
+        return random_with_lag_rank(k, RANDOM_WIDTH, RANDOM_WIDTH, rho=rho, seed=seed)
+    return family_system(family, theta, rho, k, seed)
+
 
 def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H: int = 2,
                          theta: float = 1.0, rho: float = 0.9, k: int = 4, seed: int = 0):
@@ -22,16 +40,19 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     ``n - l``) for every head count, on a log scale, the chosen ``H`` marked; head
     counts whose error is below ``1e-12`` of the error with no heads (zero up to
     rounding: ``H >= k``) are drawn as triangles on the floor of the axis, not as
-    values. Middle: the coefficients ``c_h(l)`` of the optimal ``H`` heads (for the
-    default system, ``A`` has the eigenvalues ``+-0.9`` and ``+-0.3``, so the lags
-    split into even and odd parts and the coefficients zig-zag). Right:
-    ``||K_l - Khat_l||_F`` per lag (log scale), with lags matched to rounding drawn
-    as triangles on the floor in the same way.
+    values. Middle: the coefficients ``c_h(l)`` of the optimal ``H`` heads, one marker
+    and line style per head (for the default system, ``A`` has the fixed eigenvalues
+    ``+-0.9`` and ``+-0.3``: even and odd lags lie in different subspaces and the
+    coefficients zig-zag). Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags
+    matched to rounding drawn as triangles on the floor in the same way.
 
     Parameters
     ----------
     family, theta, rho, k, seed
-        As in :func:`family_system`.
+        As in :func:`family_system`, except that ``"random with lag rank k"`` is
+        ``random_with_lag_rank(k, 3, 3, rho, seed)`` (``p = d = 3``, :data:`RANDOM_WIDTH`;
+        ``k <= 6``), so that ``k < pd`` and the error's vanishing at ``H = k`` is not forced
+        by the dimension ``pd`` of the space of ``p x d`` matrices.
     n : int
         Sequence length.
     H : int
@@ -45,7 +66,7 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     from ..models import lag_operators
     from ..span import interaction_rank
 
-    ssm = family_system(family, theta, rho, k, seed)
+    ssm = _head_system(family, theta, rho, k, seed)
     n = check_positive_int("n", n)
     H = check_positive_int("H", H, minimum=0)
     K = lag_operators(ssm.A, ssm.B, ssm.C, n)
@@ -64,7 +85,7 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     if zero.any():
         a0.semilogy(Hs[zero], np.full(zero.sum(), floor), "v", color="C2",
                     label=f"exact (< {ZERO_FLOOR:.0e} of $H=0$)")
-    a0.plot([H], [max(curve[H], floor)], "o", ms=12, mfc="none", color="C3")
+    a0.plot([H], [max(curve[H], floor)], "o", ms=12, mfc="none", color="C3", label=f"chosen $H = {H}$")
     a0.axvline(rank, color="gray", ls=":", label=f"k = {rank}")
     if zero.any():
         a0.set_ylim(bottom=floor / 3)
@@ -74,7 +95,8 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     a0.set_title("optimal error (log scale)")
     a0.xaxis.set_major_locator(MaxNLocator(integer=True))
     for h in range(H):
-        a1.plot(range(n), c[h], ".-", label=f"$c_{{{h + 1}}}(l)$")
+        marker, style = _STYLES[h % len(_STYLES)]
+        a1.plot(range(n), c[h], marker=marker, ls=style, ms=4, label=f"$c_{{{h + 1}}}(l)$")
     a1.axhline(0.0, color="gray", lw=0.5)
     a1.set_xlabel("lag $l$")
     a1.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -117,7 +139,7 @@ def head_explorer():
         H=widgets.IntSlider(value=2, min=0, max=6, description="H"),
         theta=widgets.FloatSlider(value=1.0, min=0.0, max=float(np.pi), step=0.05, description="theta"),
         rho=widgets.FloatSlider(value=0.9, min=0.05, max=0.99, step=0.05, description="rho"),
-        k=widgets.IntSlider(value=4, min=1, max=4, description="k"),
+        k=widgets.IntSlider(value=4, min=1, max=6, description="k"),
         seed=widgets.IntSlider(value=0, min=0, max=20, description="seed"),
     )
 
