@@ -12,6 +12,10 @@ import numpy as np
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_size
 from .operator import _toeplitz
 
+#: Most lags :func:`lag_operators` computes (each is one ``N x N`` by ``N x d`` product in a
+#: Python loop, about 2 s per million lags); beyond it a ``ValueError`` says so.
+MAX_LAGS = 2**20
+
 __all__ = [
     "lag_operators",
     "LinearSSM",
@@ -36,7 +40,8 @@ def _check_system(A, B, C, D=None, copy=False):
     if D is not None:
         D = as_array("D", D, 2, "(p, d)", copy)
         if D.shape != (C.shape[0], B.shape[1]):
-            raise ValueError(f"D must have shape (p, d) = {(C.shape[0], B.shape[1])}; got shape {D.shape}")
+            raise ValueError(f"D must have shape (p, d) = {(C.shape[0], B.shape[1])} (p from C, d from B); "
+                             f"got shape {D.shape}, while B has shape {B.shape} and C has shape {C.shape}")
     return A, B, C, D
 
 
@@ -88,13 +93,18 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     Raises
     ------
     ValueError
-        If an array would exceed 1 GiB (``MAX_ARRAY_BYTES`` of ``ssmheads._validate``),
+        If ``n`` exceeds ``MAX_LAGS`` (2^20), if an array would exceed 1 GiB
+        (``MAX_ARRAY_BYTES`` of ``ssmheads._validate``),
         or if the lags overflow, as they do for an unstable ``A`` (spectral radius
         above 1) at a lag that grows like ``log(1e308) / log(radius)``; the message
         names the spectral radius and the first lag that overflows.
     """
     A, B, C, D = _check_system(A, B, C, D)
     n = check_positive_int("n", n)
+    if n > MAX_LAGS:
+        raise ValueError(f"n = {n} lags is more than the {MAX_LAGS} that lag_operators computes (one matrix "
+                         f"product per lag, about {2.2 * n / 2**20:.0f} s here); for a stable A the lags decay "
+                         "like rho(A)^l, so a few hundred lags past the decay are zero to rounding: use a smaller n")
     instead = "use fewer lags n"
     check_allocation("n", (n,) + B.shape, "the columns A^l B", instead)
     check_allocation("n", (n, C.shape[0], B.shape[1]), "the lags K", instead)

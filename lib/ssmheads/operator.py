@@ -211,13 +211,17 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     instead = "probe a smaller n, or read the few blocks you need from f directly"
-    check_allocation("n", (n, n, 1, d), "the operator W", instead, max_bytes)
+    check_allocation("n and d", (n, n, 1, d), "the operator W", instead, max_bytes)
     W = None
     for j in range(n):
         for c in range(d):
             probe = np.zeros((n, d))
             probe[j, c] = 1.0
-            y = f(probe)
+            try:
+                y = f(probe)
+            except Exception as exc:
+                raise ValueError(f"f raised {type(exc).__name__} on the unit probe at position {j}, component "
+                                 f"{c}: {exc}") from exc
             try:
                 y = as_array("f(X)", y, 2, "(n, p)")
             except ValueError as exc:
@@ -226,7 +230,8 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
                 raise ValueError(f"f must return an array of shape (n, p) = ({n}, p) with p >= 1; "
                                  f"got shape {y.shape}")
             if W is None:
-                check_allocation("n", (n, n, y.shape[1], d), "the operator W", instead, max_bytes)
+                check_allocation("n, d and the output width p of f", (n, n, y.shape[1], d), "the operator W",
+                                 instead, max_bytes)
                 W = np.empty((n, n, y.shape[1], d))
             elif y.shape[1] != W.shape[2]:
                 raise ValueError(f"f must return arrays of one shape (n, p); got p = {W.shape[2]} for the "

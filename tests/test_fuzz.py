@@ -1,0 +1,717 @@
+"""A fuzz test of the public API: every public callable on bad and extreme inputs.
+
+For each public function, class and method there is one *valid* baseline call
+(:data:`TARGETS`). Each case changes one argument of it (:func:`_mutations`):
+``None``, a string, NaN, infinities, a wrong number of dimensions, a wrong
+shape, an empty array, a complex array, ``True`` for an integer, negative, zero
+and huge sizes (``10**7``), a non-callable for a function, scales of ``1e155``
+and ``1e-300`` where a scale is legitimate, an unstable ``A`` (spectral radius
+1.5) with a sequence long enough to overflow.
+
+Each case runs in a forked child with a 2 GiB address-space limit and a 10 s
+alarm, and must end in one of two ways:
+
+* a ``ValueError`` or ``TypeError`` whose message names the argument that was
+  changed (a regular expression on the parameter name; for the unstable ``A``,
+  on "spectral radius"), or
+* a result that is finite (no NaN or infinity anywhere in it), of the
+  baseline's shape when the change keeps shapes (the scale changes), and, where
+  the function is homogeneous in the changed argument, equal to the baseline
+  times the scale to that degree (``DEGREE``).
+
+Anything else fails: another exception type (including ``MemoryError``), a
+message naming an internal variable, a non-finite or wrong result, a hang, a
+crash. Defects in files that other people own are marked
+``xfail(strict=True)`` with the file and the fix (:data:`KNOWN`), so the test
+turns red when they are fixed and the marker must go.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import re
+import resource
+import signal
+import warnings
+
+import numpy as np
+import pytest
+
+import ssmheads as sh
+from ssmheads import exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
+from ssmheads.models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear
+
+MEMORY_LIMIT = 2 * 2**30  # bytes of address space for each child
+TIME_LIMIT = 10  # seconds per call (alarm in the child)
+HUGE, TINY = 1e155, 1e-300
+
+# ----------------------------------------------------------------------------------------------
+# Baseline inputs: small, valid, deterministic.
+rng = np.random.default_rng(11)
+R = systems.rotation_matrix(0.5)
+A = 0.9 * R
+B = np.array([[1.0, 0.0], [0.5, 1.0]])
+C = np.array([[1.0, 0.2], [0.0, 1.0]])
+D = np.array([[0.1, 0.0], [0.0, 0.1]])
+X = rng.standard_normal((6, 2))
+K = sh.lag_operators(A, B, C, 8)
+UNSTABLE = 1.5 * systems.rotation_matrix(0.3)
+LONG = np.ones((3000, 2))
+W_Q, W_K, W_V, W_O = (rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 3, 2)),
+                      rng.standard_normal((2, 2, 2)), rng.standard_normal((2, 2, 2)))
+ATT = MultiHeadAttention(W_Q, W_K, W_V, W_O, causal=False)
+W_ATT = ATT.interaction(X)  # non-causal, not Toeplitz
+SSM = LinearSSM(A, B, C, D)
+W_SSM = SSM.interaction(X)
+CONV_K = rng.standard_normal((3, 2, 2))
+POS_W = rng.standard_normal((2, 2))
+FH = heads.FactorizedHeads(rng.standard_normal((2, 8)), rng.standard_normal((2, 2, 2)))
+SINK = heads.SoftmaxSinkHeads(rng.standard_normal((2, 6, 7)), rng.standard_normal((2, 2, 2)))
+MAP = rng.standard_normal((2, 2))
+RECALL = gradients.train_recall_head(6, steps=2, batch=4, d_k=4, d_v=2)
+
+
+def _linear_map(Z):
+    return np.cumsum(Z, axis=0) @ MAP.T
+
+
+def _quadratic(Z):
+    return Z * Z
+
+
+# ----------------------------------------------------------------------------------------------
+# Targets: name -> (call, {parameter: (value, kind)}, {parameter: degree}).
+#   kind: "array" (any array), "scaled" (array whose scale is legitimate), "size", "index", "seed",
+#         "scale" (a positive float with legitimate range), "real", "rtol", "choice", "bool",
+#         "callable", "object", "mapping", "A" (an SSM's A: adds the unstable case), "ints", "fixed"
+#   degree d: f(s x) = s^d f(x) (d = 0: invariant, d = 1 or -1: homogeneous), checked at 1e155 and 1e-300.
+
+
+@dataclasses.dataclass
+class Target:
+    call: object
+    args: dict
+    degree: dict = dataclasses.field(default_factory=dict)
+    long: str | None = None  # the argument made long (LONG or 3000) in the unstable case
+
+    def kwargs(self):
+        return {name: value for name, (value, _) in self.args.items()}
+
+
+def _ssm(method):
+    def call(A, X, **kw):
+        return getattr(LinearSSM(A, B, C, D), method)(X, **kw)
+    return call
+
+
+TARGETS = {
+    # models
+    "lag_operators": Target(sh.lag_operators, {"A": (A, "A"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                               "n": (8, "size"), "D": (D, "array")}, long="n"),
+    "lag_operators(D=None)": Target(lambda B, C: sh.lag_operators(A, B, C, 8), {"B": (B, "scaled"),
+                                                                                "C": (C, "scaled")}, {"B": 1, "C": 1}),
+    "LinearSSM": Target(LinearSSM, {"A": (A, "scaled"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                    "D": (D, "array")}),
+    "LinearSSM.forward": Target(_ssm("forward"), {"A": (A, "A"), "X": (X, "scaled")}, {"X": 1}, long="X"),
+    "LinearSSM.interaction": Target(_ssm("interaction"), {"A": (A, "A"), "X": (X, "scaled")}, {"X": 0},
+                                    long="X"),
+    "LinearSSM.lag_operators": Target(lambda A, n: LinearSSM(A, B, C).lag_operators(n),
+                                      {"A": (A, "A"), "n": (8, "size")}, long="n"),
+    "two_route_gap(LinearSSM)": Target(lambda A, X: sh.two_route_gap(LinearSSM(A, B, C), X),
+                                       {"A": (A, "A"), "X": (X, "given")}, long="X"),
+    "MultiHeadAttention": Target(MultiHeadAttention, {"W_Q": (W_Q, "scaled"), "W_K": (W_K, "scaled"),
+                                                      "W_V": (W_V, "scaled"), "W_O": (W_O, "scaled"),
+                                                      "causal": (True, "bool"), "kernel": ("softmax", "choice")}),
+    "Convolution": Target(Convolution, {"kernel": (CONV_K, "scaled")}),
+    "PositionwiseLinear": Target(PositionwiseLinear, {"W": (POS_W, "scaled")}),
+    "Convolution.forward": Target(lambda X: Convolution(CONV_K).forward(X), {"X": (X, "scaled")}, {"X": 1}),
+    "Convolution.interaction": Target(lambda X: Convolution(CONV_K).interaction(X), {"X": (X, "scaled")},
+                                      {"X": 0}),
+    "PositionwiseLinear.forward": Target(lambda X: PositionwiseLinear(POS_W).forward(X), {"X": (X, "scaled")},
+                                         {"X": 1}),
+    "PositionwiseLinear.interaction": Target(lambda X: PositionwiseLinear(POS_W).interaction(X),
+                                             {"X": (X, "scaled")}, {"X": 0}),
+    # operator
+    "apply_interaction": Target(sh.apply_interaction, {"W": (W_ATT, "scaled"), "X": (X, "scaled")},
+                                {"W": 1, "X": 1}),
+    "toeplitz_operator": Target(sh.toeplitz_operator, {"K": (K, "scaled"), "n": (6, "size")}, {"K": 1}),
+    "block_norms": Target(sh.block_norms, {"W": (W_ATT, "scaled"), "ord": ("fro", "choice")}, {"W": 1}),
+    "block_norms(spectral)": Target(lambda W: sh.block_norms(W, "spectral"), {"W": (W_ATT, "scaled")}, {"W": 1}),
+    "causality_violation": Target(sh.causality_violation, {"W": (W_ATT, "scaled")}, {"W": 1}),
+    "toeplitz_deviation": Target(sh.toeplitz_deviation, {"W": (W_ATT, "scaled")}, {"W": 1}),
+    "operator_of_linear_map": Target(sh.operator_of_linear_map, {"f": (_linear_map, "callable"),
+                                                                 "n": (4, "size"), "d": (2, "size")}),
+    "trivial_interaction_form": Target(sh.trivial_interaction_form, {"Y": (X[:, :1] * 2, "scaled"),
+                                                                     "X": (X, "scaled")}, {"Y": 1, "X": -1}),
+    "two_route_gap": Target(sh.two_route_gap, {"layer": (ATT, "object"), "X": (X, "scaled")}),
+    # span
+    "default_rtol": Target(span.default_rtol, {"m": (8, "size"), "p": (2, "size"), "d": (2, "size")}),
+    "singular_values": Target(sh.singular_values, {"mats": (K, "scaled")}, {"mats": 1}),
+    "interaction_rank": Target(sh.interaction_rank, {"mats": (K, "scaled"), "rtol": (None, "rtol")}, {"mats": 0}),
+    "span_basis": Target(sh.span_basis, {"mats": (K, "scaled"), "rtol": (None, "rtol")}),
+    "lag_span_dimension": Target(sh.lag_span_dimension, {"A": (A, "A"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                                         "n": (8, "size"), "rtol": (None, "rtol")},
+                                 {"B": 0, "C": 0}, long="n"),
+    "lag_span_profile": Target(sh.lag_span_profile, {"A": (A, "A"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                                     "n": (8, "size"), "rtol": (None, "rtol")},
+                               {"B": 0, "C": 0}, long="n"),
+    "minimal_polynomial_degree": Target(sh.minimal_polynomial_degree, {"A": (A, "scaled"), "rtol": (None, "rtol")},
+                                        {"A": 0}),
+    "lag_span_bound": Target(sh.lag_span_bound, {"A": (A, "A"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                                 "n": (8, "size"), "rtol": (None, "rtol")}, {"B": 0, "C": 0},
+                             long="n"),
+    # heads
+    "FactorizedHeads": Target(heads.FactorizedHeads, {"coefficients": (FH.coefficients, "scaled"),
+                                                      "values": (FH.values, "scaled")}),
+    "FactorizedHeads.lag_operators": Target(lambda n: FH.lag_operators(n), {"n": (5, "size")}),
+    "FactorizedHeads.forward": Target(lambda X: FH.forward(X), {"X": (X, "scaled")}, {"X": 1}),
+    "FactorizedHeads.interaction": Target(lambda X: FH.interaction(X), {"X": (X, "scaled")}, {"X": 0}),
+    "optimal_heads": Target(sh.optimal_heads, {"K": (K, "scaled"), "H": (1, "count"), "weights": (None, "weights")}),
+    "head_count_curve": Target(sh.head_count_curve, {"K": (K, "scaled"), "H_max": (3, "count"),
+                                                     "weights": (None, "weights")}),
+    "exact_heads": Target(sh.exact_heads, {"A": (A, "A"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                           "n": (8, "size"), "rtol": (None, "rtol")}, long="n"),
+    "fit_heads": Target(sh.fit_heads, {"K": (K, "scaled"), "H": (1, "size"), "steps": (2, "size"),
+                                       "batch": (2, "size"), "lr": (0.03, "scale"), "final_lr": (0.0005, "scale"),
+                                       "seed": (0, "seed"), "record_every": (1, "size")}),
+    "is_pointed": Target(sh.is_pointed, {"K": (K, "scaled"), "rtol": (None, "rtol")}, {"K": 0}),
+    "nonnegative_head_count": Target(sh.nonnegative_head_count, {"K": (K, "scaled"), "rtol": (None, "rtol")},
+                                     {"K": 0}),
+    "nonnegative_heads": Target(sh.nonnegative_heads, {"K": (K, "scaled"), "rtol": (None, "rtol"),
+                                                       "strict": (False, "bool")}),
+    "softmax_heads": Target(sh.softmax_heads, {"K": (K, "scaled"), "rtol": (None, "rtol")}),
+    "white_noise_weights": Target(heads.white_noise_weights, {"n": (8, "size")}),
+    "stationary_residual": Target(heads.stationary_residual, {"A": (A, "A"), "B": (B, "scaled"),
+                                                              "C": (C, "scaled"), "H_max": (2, "count")}),
+    "SoftmaxSinkHeads": Target(heads.SoftmaxSinkHeads, {"scores": (SINK.scores, "scaled"),
+                                                        "values": (SINK.values, "scaled")}),
+    "SoftmaxSinkHeads.weights": Target(lambda n: SINK.weights(n), {"n": (4, "size")}),
+    "SoftmaxSinkHeads.forward": Target(lambda X: SINK.forward(X), {"X": (X, "scaled")}, {"X": 1}),
+    "SoftmaxSinkHeads.interaction": Target(lambda X: SINK.interaction(X), {"X": (X, "scaled")}, {"X": 0}),
+    # gradients
+    "jacobian": Target(sh.jacobian, {"model": (ATT, "object"), "X": (X, "scaled")}),
+    "jacobian(LinearSSM)": Target(lambda A, X: sh.jacobian(LinearSSM(A, B, C), X),
+                                  {"A": (A, "A"), "X": (X, "given")}, long="X"),
+    "jacobian_row": Target(sh.jacobian_row, {"model": (ATT, "object"), "X": (X, "scaled"), "i": (-1, "index")}),
+    "finite_difference_jacobian": Target(sh.finite_difference_jacobian, {"f": (_quadratic, "callable"),
+                                                                         "X": (X, "array"), "eps": (1e-6, "scale")}),
+    "gradient_profile": Target(sh.gradient_profile, {"model": (SSM, "object"), "X": (X, "scaled"),
+                                                     "i": (-1, "index")}),
+    "gradient_profile(LinearSSM)": Target(lambda A, X: sh.gradient_profile(LinearSSM(A, B, C), X),
+                                          {"A": (A, "A"), "X": (X, "given")}, long="X"),
+    "highway_input": Target(sh.highway_input, {"attention": (systems.random_attention(1, 4, seed=1), "object"),
+                                               "n": (6, "size"), "a": (0.9, "real"), "key": (0, "index"),
+                                               "head": (0, "index")}),
+    "gelfand_constant": Target(gradients.gelfand_constant, {"A": (A, "array"), "rho_bar": (0.95, "real"),
+                                                            "max_lag": (1000, "size")}),
+    "decay_bound": Target(sh.decay_bound, {"A": (A, "array"), "B": (B, "scaled"), "C": (C, "scaled"),
+                                           "lags": (np.arange(5), "ints"), "rho_bar": (None, "rtol")}),
+    "diagonal_ssm_kernel": Target(gradients.diagonal_ssm_kernel, {
+        "nu": (np.array([-1.0, -2.0]), "array"), "theta": (np.array([0.3, 1.0]), "array"),
+        "b": (np.ones((2, 2)), "scaled"), "c": (np.ones((2, 2)), "scaled"), "n": (8, "size")}, {"b": 1, "c": 1}),
+    "delay_task_loss": Target(gradients.delay_task_loss, {
+        "nu": (np.array([-1.0, -2.0]), "array"), "theta": (np.array([0.3, 1.0]), "array"),
+        "b": (np.ones((2, 2)), "array"), "c": (np.ones((2, 2)), "array"), "L": (2, "size"), "n": (8, "size")}),
+    "train_diagonal_ssm": Target(gradients.train_diagonal_ssm, {"L": (2, "size"), "n": (8, "size"),
+                                                                "modes": (2, "size"), "radius": ((0.9, 0.99), "fixed"),
+                                                                "steps": (2, "size"), "lr": (0.02, "scale"),
+                                                                "seed": (0, "seed")}),
+    "delay_task_sweep": Target(gradients.delay_task_sweep, {"Ls": ([2], "fixed"), "n": (8, "size"),
+                                                            "radii": ([(0.9, 0.99)], "fixed"), "seeds": ([0], "fixed"),
+                                                            "modes": (2, "size"), "steps": (2, "size"),
+                                                            "lr": (0.02, "scale")}),
+    "train_recall_head": Target(gradients.train_recall_head, {"n": (6, "size"), "steps": (2, "size"),
+                                                              "lr": (0.1, "scale"), "batch": (4, "size"),
+                                                              "d_k": (4, "size"), "d_v": (2, "size"),
+                                                              "position": ("learned", "choice"),
+                                                              "seed": (0, "seed")}),
+    "recall_loss": Target(gradients.recall_loss, {
+        "W": (rng.standard_normal((3, 3)), "scaled"), "bias": (np.zeros(4), "array"),
+        "queries": (rng.standard_normal((2, 3)), "scaled"), "keys": (rng.standard_normal((2, 4, 3)), "scaled"),
+        "values": (rng.standard_normal((2, 4, 2)), "scaled"), "match": (np.array([1, 3]), "ints")}),
+    "recall_eval": Target(gradients.recall_eval, {"result": (RECALL, "object"), "distances": (np.array([1, 2]), "ints"),
+                                                  "batch": (4, "size"), "seed": (1, "seed")}),
+    # systems
+    "rotation_matrix": Target(systems.rotation_matrix, {"theta": (0.5, "real")}),
+    "rotation": Target(systems.rotation, {"theta": (0.5, "real"), "rho": (0.9, "real")}),
+    "diagonal": Target(systems.diagonal, {"eigenvalues": (np.array([0.5, -0.3]), "array"), "B": (B, "scaled"),
+                                          "C": (C, "scaled")}),
+    "random_stable": Target(systems.random_stable, {"N": (3, "size"), "d": (2, "size"), "p": (2, "size"),
+                                                    "rho": (0.9, "real"), "seed": (0, "seed")}),
+    "random_attention": Target(systems.random_attention, {"H": (2, "size"), "d": (3, "size"), "seed": (0, "seed"),
+                                                          "causal": (True, "bool"), "kernel": ("softmax", "choice"),
+                                                          "scale": (1.0, "scale")}),
+    "jordan": Target(systems.jordan, {"blocks": ([(0.5, 2), (-0.2, 1)], "fixed")}),
+    "random_with_lag_rank": Target(systems.random_with_lag_rank, {"k": (2, "size"), "d": (2, "size"),
+                                                                  "p": (2, "size"), "rho": (0.9, "real"),
+                                                                  "seed": (0, "seed")}),
+    "gallery": Target(systems.gallery, {"d": (2, "size"), "seed": (0, "seed")}),
+    # numerics
+    "relative_gap": Target(sh.relative_gap, {"a": (K, "scaled"), "b": (K * 1.5, "scaled")}),
+    "close": Target(sh.close, {"a": (K, "scaled"), "b": (K, "scaled"), "tol": (1e-12, "scale")}),
+    # plotting
+    "operator_heatmap": Target(plotting.operator_heatmap, {"W": (W_ATT, "scaled"), "title": ("t", "text"),
+                                                           "vmax": (None, "rtol"), "colorbar": (True, "bool"),
+                                                           "ax": (None, "axes")}),
+    "operator_gallery": Target(plotting.operator_gallery, {"operators": ({"a": W_ATT, "b": W_SSM}, "mapping"),
+                                                           "ncols": (2, "size"), "suptitle": ("s", "text"),
+                                                           "colorbar": ("none", "choice")}),
+    # widgets
+    "operator_explorer_figure": Target(widgets.operator_explorer_figure, {"layer": ("softmax attention, 4 heads",
+                                                                                    "choice"),
+                                                                          "n": (6, "size"), "seed": (0, "seed")}),
+    "family_system": Target(widgets.family_system, {"family": ("rotation", "choice"), "theta": (1.0, "real"),
+                                                    "rho": (0.9, "real"), "k": (3, "size"), "seed": (0, "seed")}),
+    "rank_explorer_figure": Target(widgets.rank_explorer_figure, {"family": ("rotation", "choice"), "n": (6, "size"),
+                                                                  "rho": (0.9, "real"), "k": (3, "size")}),
+    "head_explorer_figure": Target(widgets.head_explorer_figure, {"n": (8, "size"), "H": (2, "size"),
+                                                                  "rho": (0.9, "real"), "k": (3, "size")}),
+    "highway_explorer_figure": Target(widgets.highway_explorer_figure, {"rho": (0.9, "real"), "n": (16, "size"),
+                                                                        "a": (0.9, "real"), "seed": (0, "seed")}),
+}
+for _kernel in ("softmax", "linear"):
+    for _causal in (True, False):
+        _att = MultiHeadAttention(W_Q, W_K, W_V, W_O, causal=_causal, kernel=_kernel)
+        for _method in ("forward", "interaction", "coefficients"):
+            TARGETS[f"MultiHeadAttention({_kernel}, causal={_causal}).{_method}"] = Target(
+                getattr(_att, _method), {"X": (X, "scaled")})
+for _name in exercises.__all__:
+    if _name.startswith("check_"):
+        _check = getattr(exercises, _name)
+        _param = list(__import__("inspect").signature(_check).parameters)[0]
+        TARGETS[f"exercises.{_name}"] = Target(_check, {_param: (None, "callable")})
+TARGETS["exercises.CheckResult"] = Target(exercises.CheckResult, {"exercise": ("1.1", "text"),
+                                                                  "status": ("passed", "text"),
+                                                                  "message": ("ok", "text")})
+
+# no-argument callables: one call each, the result must be finite
+NO_ARGS = {"use_book_style": plotting.use_book_style, "plateau": systems.plateau,
+           "operator_explorer": widgets.operator_explorer, "rank_explorer": widgets.rank_explorer,
+           "head_explorer": widgets.head_explorer, "highway_explorer": widgets.highway_explorer,
+           "MultiHeadAttention.value_maps": ATT.value_maps, "LinearSSM.spectral_radius": lambda: SSM.spectral_radius}
+
+
+# ----------------------------------------------------------------------------------------------
+# Mutations of one argument
+
+
+def _bad_callable_none(*args, **kwargs):
+    return None
+
+
+def _bad_callable_raises(*args, **kwargs):
+    raise RuntimeError("a student's bug")
+
+
+def _array_mutations(v, scaled):
+    v = np.asarray(v, dtype=float)
+    out = {"None": None, "str": "abc", "ndim+1": v[None], "complex": v + 1j * v}
+    if v.size:
+        for label, bad in (("nan", np.nan), ("inf", np.inf), ("-inf", -np.inf)):
+            w = v.copy()
+            w.flat[0] = bad
+            out[label] = w
+    if v.ndim >= 1:
+        out["ndim-1"] = v[0]
+        out["empty-first"] = v[:0]
+        out["shape-first"] = v[:-1] if v.shape[0] > 1 else np.concatenate([v, v])
+    if v.ndim >= 2:
+        out["empty-last"] = v[..., :0]
+        out["shape-last"] = v[..., :-1] if v.shape[-1] > 1 else np.concatenate([v, v], axis=-1)
+    if scaled:
+        out["huge"] = v * HUGE
+        out["tiny"] = v * TINY
+    return out
+
+
+def _mutations(value, kind):
+    """``{label: bad value}`` for one argument of the given kind."""
+    if kind in ("array", "scaled"):
+        return _array_mutations(value, kind == "scaled")
+    if kind == "A":
+        return {"None": None, "str": "abc", "nan": np.full((2, 2), np.nan), "shape": np.eye(3),
+                "complex": A + 1j, "unstable": UNSTABLE}
+    if kind in ("size", "count"):
+        out = {"None": None, "str": "3", "bool": True, "negative": -1, "float": 2.5, "huge": 10**7,
+               "numpy-int": np.int64(value)}
+        if kind == "size":
+            out["zero"] = 0
+        return out
+    if kind == "index":
+        return {"None": None, "str": "0", "bool": True, "huge": 10**7, "negative-huge": -10**7, "float": 0.5}
+    if kind == "seed":
+        return {"None-or-int": None, "str": "0", "bool": True, "negative": -1, "float": 0.5, "huge": 2**70}
+    if kind == "scale":
+        return {"None": None, "str": "x", "nan": np.nan, "inf": np.inf, "-inf": -np.inf, "zero": 0.0,
+                "negative": -1.0, "huge": HUGE, "tiny": TINY, "complex": 1j}
+    if kind == "real":
+        return {"None": None, "str": "x", "nan": np.nan, "inf": np.inf, "-inf": -np.inf, "complex": 1j,
+                "array": np.ones(3)}
+    if kind == "rtol":
+        return {"str": "x", "nan": np.nan, "inf": np.inf, "-inf": -np.inf, "negative": -1.0, "one": 1.0,
+                "complex": 1j, "tiny": TINY}
+    if kind == "choice":
+        return {"None": None, "int": 5, "bogus": "bogus", "empty": ""}
+    if kind == "bool":
+        return {"None": None, "str": "yes", "int": 2, "numpy-bool": np.bool_(True)}
+    if kind == "callable":
+        return {"int": 5, "str": "f", "None": None, "returns-None": _bad_callable_none,
+                "raises": _bad_callable_raises}
+    if kind == "object":
+        return {"None": None, "int": 5, "str": "x", "array": X}
+    if kind == "mapping":
+        return {"None": None, "empty": {}, "list": [W_ATT], "bad-value": {"a": "x"}, "bad-shape": {"a": X}}
+    if kind == "text":
+        return {"int": 5, "array": X}
+    if kind == "axes":
+        return {"str": "x", "int": 5}
+    if kind == "weights":
+        return {"str": "x", "nan": np.r_[np.nan, np.ones(7)], "negative": -np.ones(8), "zero": np.zeros(8),
+                "short": np.ones(3), "complex": np.ones(8) + 1j, "huge": np.full(8, HUGE), "tiny": np.full(8, TINY)}
+    if kind == "ints":
+        return {"None": None, "str": "x", "float": np.array([0.5, 1.5]), "negative": np.array([-1]),
+                "2d": np.zeros((2, 2), dtype=int), "huge": np.array([10**12])}
+    if kind == "fixed":
+        return {"None": None, "str": "x"}
+    if kind == "given":  # held fixed: its bad values are fuzzed in another target
+        return {}
+    raise AssertionError(kind)
+
+
+def _cases():
+    cases = []
+    for name, target in TARGETS.items():
+        for param, (value, kind) in target.args.items():
+            for label in _mutations(value, kind):
+                cases.append((name, param, label))
+    return cases
+
+
+CASES = _cases()
+
+# Defects in files that other helpers own: (target, parameter, mutation) -> "owner file: the fix".
+_HEADS, _GRAD, _SYS = "lib/ssmheads/heads.py", "lib/ssmheads/gradients.py", "lib/ssmheads/systems.py"
+_SCALE_SAFE = "scale K by max |K| before forming squares (overflow and underflow are not zero)"
+_WORK = "estimate the work/allocation first and raise a ValueError naming {} (check_allocation of _validate)"
+KNOWN: dict = {
+    ("default_rtol", "m", "None"): "lib/ssmheads/span.py: default_rtol must check m, p, d with check_positive_int "
+                                   "(int(None) raises a TypeError that names none of them)",
+    ("default_rtol", "p", "None"): "lib/ssmheads/span.py: default_rtol must check p with check_positive_int",
+    ("default_rtol", "d", "None"): "lib/ssmheads/span.py: default_rtol must check d with check_positive_int",
+    ("optimal_heads", "K", "huge"): f"{_HEADS}: optimal_heads returns an infinite residual; {_SCALE_SAFE}",
+    ("head_count_curve", "K", "huge"): f"{_HEADS}: head_count_curve returns inf; {_SCALE_SAFE}",
+    ("head_count_curve", "H_max", "huge"): f"{_HEADS}: head_count_curve(H_max=10**7) hangs; cap H_max at "
+                                           "min(p*d, n) (later heads are zero) or " + _WORK.format("H_max"),
+    ("is_pointed", "K", "huge"): f"{_HEADS}: is_pointed(K * 1e155) is True for alternating lags; {_SCALE_SAFE}",
+    ("is_pointed", "K", "tiny"): f"{_HEADS}: is_pointed(K * 1e-300) is True (every lag underflows to zero); "
+                                 + _SCALE_SAFE,
+    ("nonnegative_head_count", "K", "huge"): f"{_HEADS}: nonnegative_head_count(K * 1e155) is 2, not 3; "
+                                             + _SCALE_SAFE,
+    ("nonnegative_head_count", "K", "tiny"): f"{_HEADS}: nonnegative_head_count(K * 1e-300) is 2, not 3; "
+                                             + _SCALE_SAFE,
+    ("nonnegative_heads", "K", "huge"): f"{_HEADS}: 'zero-size array to reduction operation' names no "
+                                        f"argument; {_SCALE_SAFE}",
+    ("nonnegative_heads", "K", "tiny"): f"{_HEADS}: 'zero-size array to reduction operation'; {_SCALE_SAFE}",
+    ("stationary_residual", "B", "huge"): f"{_HEADS}: LinAlgError 'Eigenvalues did not converge'; normalise B "
+                                          "and C (the residual is homogeneous of degree 2 in each) or reject them",
+    ("stationary_residual", "C", "huge"): f"{_HEADS}: LinAlgError 'Eigenvalues did not converge'; normalise C",
+    ("stationary_residual", "H_max", "huge"): f"{_HEADS}: stationary_residual(H_max=10**7) hangs; cap H_max "
+                                              "at p*d or " + _WORK.format("H_max"),
+    ("fit_heads", "K", "huge"): f"{_HEADS}: fit_heads(K * 1e155) returns infinite losses; fit K / max|K| and "
+                                "scale back, or reject K naming the largest safe scale",
+    ("fit_heads", "H", "huge"): f"{_HEADS}: fit_heads(H=10**7) hangs; " + _WORK.format("H"),
+    ("fit_heads", "steps", "huge"): f"{_HEADS}: fit_heads(steps=10**7) hangs; " + _WORK.format("steps"),
+    ("fit_heads", "batch", "huge"): f"{_HEADS}: fit_heads(batch=10**7) raises MemoryError (1.04 GiB array); "
+                                    + _WORK.format("batch"),
+    ("fit_heads", "lr", "huge"): f"{_HEADS}: fit_heads(lr=1e155) blames 'coefficients'; bound lr (say lr <= 1) "
+                                 "with a ValueError naming lr, or stop and say the run diverged",
+    ("fit_heads", "final_lr", "huge"): f"{_HEADS}: fit_heads(final_lr=1e155) returns infinite expected_errors; "
+                                       "bound final_lr with a ValueError naming it",
+    ("jacobian", "X", "huge"): f"{_GRAD}: jacobian(softmax attention, X * 1e155) is all NaN; compute the softmax "
+                               "scale-safely (as MultiHeadAttention._weights does) or reject X naming the scale",
+    ("jacobian_row", "X", "huge"): f"{_GRAD}: jacobian_row(attention, X * 1e155) is all NaN; as for jacobian",
+    ("finite_difference_jacobian", "f", "*"): f"{_GRAD}: finite_difference_jacobian must check callable(f) and "
+                                              "wrap f's exceptions and wrong outputs in a ValueError naming f",
+    ("finite_difference_jacobian", "X", "empty-first"): f"{_GRAD}: empty X gives 'need at least one array to "
+                                                        "stack'; reject n = 0 naming X",
+    ("finite_difference_jacobian", "X", "empty-last"): f"{_GRAD}: X with d = 0 gives 'need at least one array "
+                                                       "to stack'; reject d = 0 naming X",
+    ("finite_difference_jacobian", "eps", "huge"): f"{_GRAD}: eps=1e155 returns NaN; require eps small "
+                                                   "relative to max|X| (say eps <= 1e-2 * max(1, max|X|))",
+    ("train_diagonal_ssm", "n", "huge"): f"{_GRAD}: train_diagonal_ssm(n=10**7) hangs; " + _WORK.format("n"),
+    ("train_diagonal_ssm", "modes", "huge"): f"{_GRAD}: train_diagonal_ssm(modes=10**7) hangs; "
+                                             + _WORK.format("modes"),
+    ("train_diagonal_ssm", "steps", "huge"): f"{_GRAD}: train_diagonal_ssm(steps=10**7) hangs; "
+                                             + _WORK.format("steps"),
+    ("train_diagonal_ssm", "lr", "huge"): f"{_GRAD}: train_diagonal_ssm(lr=1e155) returns NaN; bound lr or stop "
+                                          "with a ValueError naming lr when the loss stops being finite",
+    ("delay_task_sweep", "Ls", "*"): f"{_GRAD}: delay_task_sweep(Ls=None / 'x') says 'NoneType object is not "
+                                     "iterable' / 'L must ...'; validate Ls as a sequence and name Ls",
+    ("delay_task_sweep", "radii", "*"): f"{_GRAD}: delay_task_sweep(radii=...) names 'radius'; validate radii "
+                                        "and name radii",
+    ("delay_task_sweep", "seeds", "*"): f"{_GRAD}: delay_task_sweep(seeds=...) names 'seed'; validate seeds "
+                                        "and name seeds",
+    ("delay_task_sweep", "n", "huge"): f"{_GRAD}: delay_task_sweep(n=10**7) hangs; " + _WORK.format("n"),
+    ("delay_task_sweep", "modes", "huge"): f"{_GRAD}: delay_task_sweep(modes=10**7) raises MemoryError; "
+                                           + _WORK.format("modes"),
+    ("delay_task_sweep", "steps", "huge"): f"{_GRAD}: delay_task_sweep(steps=10**7) hangs; "
+                                           + _WORK.format("steps"),
+    ("delay_task_sweep", "lr", "huge"): f"{_GRAD}: delay_task_sweep(lr=1e155) returns NaN; bound lr",
+    ("recall_loss", "values", "empty-last"): f"{_GRAD}: recall_loss with d_v = 0 raises ZeroDivisionError; "
+                                             "reject d_v = 0 naming values",
+    ("recall_loss", "values", "huge"): f"{_GRAD}: recall_loss(values * 1e155) returns a NaN loss; scale-safe "
+                                       "squares or reject values naming the scale",
+    ("recall_loss", "values", "tiny"): f"{_GRAD}: recall_loss(values * 1e-300) raises ZeroDivisionError; "
+                                       "scale-safe normalisation",
+    ("recall_loss", "keys", "empty-first"): f"{_GRAD}: a keys/queries batch mismatch is reported as 'queries "
+                                            "must have shape (B, d_k) = (0, 3)'; name keys (the message should "
+                                            "say B comes from keys)",
+    ("recall_loss", "keys", "shape-first"): f"{_GRAD}: batch mismatch blames queries; name keys too",
+    **{("recall_eval", "distances", label): f"{_GRAD}: recall_eval validates each entry as 'distance' (or "
+                                            "iterates None); name distances and accept only a 1-d sequence of ints"
+       for label in ("None", "str", "float", "negative", "2d")},
+    ("optimal_heads", "H", "huge"): f"{_HEADS}: optimal_heads(H=10**7) takes about 10 s; cap H at min(p*d, n) "
+                                    "before allocating (later heads are zero) or " + _WORK.format("H"),
+    ("delay_task_loss", "n", "huge"): f"{_GRAD}: delay_task_loss(n=10**7) takes about 10 s; "
+                                      + _WORK.format("n"),
+    ("recall_eval", "batch", "huge"): f"{_GRAD}: recall_eval(batch=10**7) raises MemoryError; "
+                                      + _WORK.format("batch"),
+    ("train_recall_head", "n", "huge"): f"{_GRAD}: train_recall_head(n=10**7) raises MemoryError; "
+                                        + _WORK.format("n"),
+    ("train_recall_head", "steps", "huge"): f"{_GRAD}: train_recall_head(steps=10**7) hangs; "
+                                            + _WORK.format("steps"),
+    ("train_recall_head", "batch", "huge"): f"{_GRAD}: MemoryError (1.79 GiB); " + _WORK.format("batch"),
+    ("train_recall_head", "d_k", "huge"): f"{_GRAD}: MemoryError (728 TiB); " + _WORK.format("d_k"),
+    ("train_recall_head", "d_v", "huge"): f"{_GRAD}: MemoryError (1.79 GiB); " + _WORK.format("d_v"),
+    ("diagonal", "eigenvalues", "shape-first"): f"{_SYS}: diagonal(eigenvalues of length 1, B with 2 rows) "
+                                                "blames B 'axis 0 must be 1 (the state size N of A)'; say that "
+                                                "N comes from eigenvalues and name it",
+    ("random_stable", "N", "huge"): f"{_SYS}: random_stable(N=10**7) raises MemoryError (728 TiB); "
+                                    + _WORK.format("N"),
+    ("random_attention", "H", "huge"): f"{_SYS}: random_attention(H=10**7) hangs; " + _WORK.format("H"),
+    ("random_attention", "d", "huge"): f"{_SYS}: random_attention(d=10**7) raises MemoryError (1.42 PiB); "
+                                       + _WORK.format("d"),
+    ("gallery", "d", "huge"): f"{_SYS}: gallery(d=10**7) raises MemoryError (728 TiB); " + _WORK.format("d"),
+    ("operator_explorer_figure", "n", "huge"): "lib/ssmheads/widgets/ch1.py: operator_explorer_figure(n=10**7) "
+                                               "is refused by the layer naming X, not n; check n against a "
+                                               "maximum (the slider's) first and name n",
+    ("head_explorer_figure", "H", "huge"): "lib/ssmheads/widgets/ch3.py: head_explorer_figure(H=10**7) raises "
+                                           "MemoryError; cap H at the slider's maximum with a ValueError naming H",
+    ("highway_explorer_figure", "n", "huge"): "lib/ssmheads/widgets/ch4.py: highway_explorer_figure(n=10**7) "
+                                              "hangs; cap n at the slider's maximum with a ValueError naming n",
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Running one call in a child
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout()
+
+
+def _finite(obj, depth=0) -> bool:
+    """True when no number inside ``obj`` is NaN or infinite (arrays, numbers, containers, dataclasses)."""
+    if depth > 4:
+        return True
+    if isinstance(obj, np.ndarray):
+        return obj.dtype.kind not in "fc" or bool(np.all(np.isfinite(obj)))
+    if isinstance(obj, (float, complex, np.floating, np.complexfloating)):
+        return bool(np.isfinite(obj))
+    if isinstance(obj, (list, tuple)):
+        return all(_finite(item, depth + 1) for item in obj)
+    if isinstance(obj, dict):
+        return all(_finite(item, depth + 1) for item in obj.values())
+    module = type(obj).__module__ or ""
+    if module.startswith("ssmheads"):
+        return all(_finite(item, depth + 1) for item in vars(obj).values()) if hasattr(obj, "__dict__") else True
+    return True
+
+
+def _numbers(obj):
+    """The array or number a homogeneity check compares, or None."""
+    if isinstance(obj, (np.ndarray, float, int, np.floating, np.integer)) and not isinstance(obj, bool):
+        return np.asarray(obj, dtype=float)
+    if isinstance(obj, (bool, np.bool_)):
+        return np.asarray(obj, dtype=float)
+    if isinstance(obj, tuple) and obj and isinstance(obj[0], np.ndarray):
+        return obj[0]
+    return None
+
+
+def _verdict(target, param, label, baseline):
+    """Run the mutated call here (in the child) and return what happened as plain strings."""
+    kwargs = target.kwargs()
+    _, kind = target.args[param]
+    if kind == "A" and label == "unstable":
+        kwargs["A"] = UNSTABLE
+        if target.long in kwargs:
+            kwargs[target.long] = LONG if target.long == "X" else 3000
+        elif target.long == "X":
+            kwargs["X"] = LONG
+    else:
+        kwargs[param] = _mutations(target.args[param][0], kind)[label]
+    try:
+        result = target.call(**kwargs)
+    except _Timeout:
+        return ("hang", "no answer within the time limit")
+    except (ValueError, TypeError) as exc:
+        return ("error", type(exc).__name__, str(exc))
+    except BaseException as exc:  # noqa: BLE001 - every other outcome is a finding
+        return ("wrong-exception", type(exc).__name__, str(exc)[:300])
+    finally:
+        import matplotlib.pyplot as plt
+        plt.close("all")
+    if not _finite(result):
+        return ("non-finite", repr(result)[:300])
+    degree = target.degree.get(param)
+    if label in ("huge", "tiny") and kind == "scaled":
+        got, ref = _numbers(result), _numbers(baseline)
+        if got is not None and ref is not None:
+            if got.shape != ref.shape:
+                return ("wrong", f"shape {got.shape}, baseline {ref.shape}")
+            if degree is not None:
+                s = HUGE if label == "huge" else TINY
+                expect = ref if degree == 0 else None
+                if degree == 0:
+                    ok = numerics.relative_gap(got, expect) <= 1e-8 * max(1.0, float(np.max(np.abs(ref))))
+                else:
+                    unit = got / s if degree == 1 else got * s
+                    ok = numerics.relative_gap(unit, ref) <= 1e-8 * max(1.0, float(np.max(np.abs(ref))))
+                if not ok:
+                    return ("wrong", f"f(s x) != s^{degree} f(x) at s = {label}: got {got.ravel()[:4]}, "
+                                     f"baseline {ref.ravel()[:4]}")
+    return ("ok",)
+
+
+def _child(conn, name, param, plan):
+    """Run the cases ``plan = [(label, seconds), ...]`` of one argument, sending each verdict as it comes."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    signal.signal(signal.SIGALRM, _alarm)
+    warnings.simplefilter("ignore")
+    baseline = _BASELINES.get(name)
+    for label, seconds in plan:
+        try:
+            signal.alarm(seconds)
+            verdict = _verdict(TARGETS[name], param, label, baseline)
+        except BaseException as exc:  # noqa: BLE001 - e.g. the alarm outside the call itself
+            verdict = ("crash", type(exc).__name__, str(exc)[:300])
+        finally:
+            signal.alarm(0)
+        conn.send((label, verdict))
+    conn.close()
+
+
+_BASELINES: dict = {}
+_VERDICTS: dict = {}  # (name, param) -> {label: verdict}, filled one child per argument
+
+
+def _baseline(name):
+    if name not in _BASELINES:
+        import matplotlib.pyplot as plt
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _BASELINES[name] = TARGETS[name].call(**TARGETS[name].kwargs())
+        plt.close("all")
+    return _BASELINES[name]
+
+
+def _run(name, param, label):
+    """The verdict of one case. All cases of one argument run in one forked child (one fork, not one per
+    case); each has its own alarm: 10 s, or 1 s for a known defect (which may be a hang or a slow path)."""
+    if (name, param) not in _VERDICTS:
+        _baseline(name)
+        target = TARGETS[name]
+        plan = [(lab, 1 if _known(name, param, lab) else TIME_LIMIT)
+                for lab in _mutations(*target.args[param])]
+        ctx = multiprocessing.get_context("fork")
+        receive, send = ctx.Pipe(duplex=False)
+        child = ctx.Process(target=_child, args=(send, name, param, plan))
+        child.start()
+        send.close()
+        got = {}
+        for lab, seconds in plan:
+            if not receive.poll(seconds + 10):
+                break
+            try:
+                done, verdict = receive.recv()
+            except EOFError:  # the child died (a crash, or killed by the kernel)
+                break
+            got[done] = verdict
+        child.join(5)
+        if child.is_alive():
+            child.kill()
+            child.join()
+        for lab, _ in plan:
+            got.setdefault(lab, ("crash-or-hang", f"no verdict; the child ended with exit code {child.exitcode}"))
+        _VERDICTS[(name, param)] = got
+    return _VERDICTS[(name, param)][label]
+
+
+def _expected_pattern(target, param, label):
+    if target.args[param][1] == "A" and label == "unstable":
+        return r"spectral radius"
+    return rf"(?<![A-Za-z0-9_]){re.escape(param)}(?![A-Za-z0-9_])"
+
+
+def _known(name, param, label):
+    return KNOWN.get((name, param, label)) or KNOWN.get((name, param, "*")) or KNOWN.get((name, "*", "*"))
+
+
+def _case_params():
+    params = []
+    for name, param, label in CASES:
+        marks = []
+        reason = _known(name, param, label)
+        if reason:
+            marks.append(pytest.mark.xfail(strict=True, reason=reason))
+        params.append(pytest.param(name, param, label, marks=marks, id=f"{name}-{param}-{label}"))
+    return params
+
+
+@pytest.mark.parametrize("name, param, label", _case_params())
+def test_bad_input_gives_a_clear_error_or_a_right_answer(name, param, label):
+    answer = _run(name, param, label)
+    if answer[0] == "ok":
+        return
+    if answer[0] == "error":
+        _, kind, message = answer
+        pattern = _expected_pattern(TARGETS[name], param, label)
+        assert re.search(pattern, message), f"{kind} does not name {pattern!r}: {message}"
+        return
+    pytest.fail(f"{name}({param}={label}): {answer}")
+
+
+@pytest.mark.parametrize("name", sorted(NO_ARGS))
+def test_callables_without_arguments_give_finite_results(name):
+    import matplotlib.pyplot as plt
+    result = NO_ARGS[name]()
+    plt.close("all")
+    assert _finite(result)
+
+
+def test_every_public_callable_is_fuzzed():
+    """Each public function, class and public method has a baseline here (by name)."""
+    import inspect
+    covered = " ".join(TARGETS) + " " + " ".join(NO_ARGS)
+    missing = []
+    for module in (sh, sh.models, operator, span, heads, gradients, systems, plotting, widgets, exercises, numerics):
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if inspect.ismodule(obj) or not callable(obj):
+                continue
+            if dataclasses.is_dataclass(obj) and obj.__name__.endswith("Result") or obj.__name__ == "DecayBound":
+                continue  # records returned by other functions; built by them
+            if not re.search(rf"\b{re.escape(attr)}\b", covered):
+                missing.append(f"{module.__name__}.{attr}")
+            if inspect.isclass(obj):
+                for meth, member in vars(obj).items():
+                    if not meth.startswith("_") and (inspect.isfunction(member) or isinstance(member, property)) \
+                            and f"{attr}.{meth}" not in covered and f"{attr}(" not in covered:
+                        missing.append(f"{module.__name__}.{attr}.{meth}")
+    assert not missing, f"public callables without a fuzz baseline: {missing}"
