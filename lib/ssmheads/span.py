@@ -47,8 +47,9 @@ singular value of order ``delta^(c-1)``, so it is resolved only when
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
-from ._validate import as_array, check_positive_int
+from ._validate import MAX_ARRAY_BYTES, as_array, check_allocation, check_positive_int
 from .models import _check_system, lag_operators
 
 __all__ = [
@@ -272,24 +273,95 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     return _running_count(G, C.shape[0], B.shape[1], rtol, minimal_polynomial_degree(A, rtol))
 
 
-def _powers(A: np.ndarray) -> np.ndarray:
-    """``I, A, ..., A^(N-1)`` by repeated multiplication, shape (N, N, N)."""
+def _prefix_running_count(R: np.ndarray, rtol: float, cap: int) -> int:
+    """:func:`_running_count` for ``L`` powers of an ``N x N`` matrix (``cap = N``, ``rtol`` resolved)
+    given the QR factor ``R`` (shape (L, L)) of their stack.
+
+    The prefix of the first ``l`` columns has the singular values of ``R[:l, :l]``.
+    """
+    L = R.shape[0]
+    best = _rank_from(np.linalg.svd(R, compute_uv=False), rtol)
+    if best >= cap or best == 0:
+        return min(best, cap)
+    for length in range(best + 1, L):
+        if best >= length:
+            continue
+        best = max(best, _rank_from(np.linalg.svd(R[:length, :length], compute_uv=False), rtol))
+        if best >= cap:
+            return cap
+    return best
+
+
+def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, block: int = 4) -> bool:
+    """True when a block Krylov sequence proves that the running count of the powers is ``N``.
+
+    For ``V`` with orthonormal columns, ``||p(A) V||_F <= ||p(A)||_F``, so the smallest
+    singular value of ``[vec V, vec AV, ..., vec A^(N-1) V]`` is a lower bound on
+    ``sigma_N([vec I, ..., vec A^(N-1)])``; and the largest singular value of the
+    latter is at most ``N`` (``||A|| = 1``: every ``||A^l||_F <= sqrt(N)``). A lower
+    bound above ``4 N rtol`` (a factor 4 for rounding) puts all ``N`` singular values
+    above the rule's threshold.
+    """
     N = A.shape[0]
-    P = np.empty((N, N, N))
-    P[0] = np.eye(N)
-    for l in range(1, N):
-        P[l] = A @ P[l - 1]
-    return P
+    s = min(block, N)
+    check_allocation("A", (N * s, N), "a block Krylov sequence", "use a smaller A")
+    V, _ = np.linalg.qr(np.random.default_rng(seed).standard_normal((N, s)))
+    K = np.empty((N * s, N))
+    W = V
+    for l in range(N):
+        K[:, l] = W.reshape(-1)
+        W = A @ W
+    return bool(np.linalg.svd(K, compute_uv=False)[-1] > 4.0 * N * rtol)
 
 
-def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.2f} MiB"
+
+
+def _stacked_powers_qr(A: np.ndarray, target: float, max_cols: int):
+    """QR factor ``R`` of ``[vec I, ..., vec A^(L-1)]`` for the first ``L`` with a tail bound
+    ``delta = sqrt(N - L) ||A^L||_F <= target`` (``delta = 0`` when ``L = N``), and ``delta``;
+    ``(None, inf)`` when that needs more than ``max_cols`` powers. ``||A||_2 = 1``."""
+    N = A.shape[0]
+    G = np.empty((N * N, max(1, min(N, max_cols, 16))), order="F")
+    P = np.eye(N)
+    norms = [float(np.sqrt(N))]  # ||A^l||_F for l = 0, 1, ...
+    L = 0
+    while True:
+        if L == G.shape[1]:
+            if L >= max_cols:
+                return None, np.inf
+            grown = np.empty((N * N, min(N, max_cols, 2 * L)), order="F")
+            grown[:, :L] = G[:, :L]
+            G = grown
+        G[:, L] = P.reshape(-1)
+        L += 1
+        if L == N:
+            delta = 0.0
+            break
+        P = A @ P  # A^L, the first power left out
+        norms.append(float(np.linalg.norm(P)))
+        delta = np.sqrt(N - L) * norms[-1]
+        if delta <= target:
+            break
+        if L >= 16 and L % 8 == 0 and max_cols < N:
+            # the decay rate of the last L/2 powers predicts where delta reaches the target;
+            # give up early (no answer is given from it) when that is far beyond the budget
+            rate = (norms[-1] / norms[L // 2 - 1]) ** (1.0 / (L - L // 2)) if norms[L // 2 - 1] > 0 else 0.0
+            if rate >= 1.0 or L + np.log(target / delta) / np.log(max(rate, 1e-300)) > 2 * max_cols:
+                return None, np.inf
+    R = scipy.linalg.qr(G[:, :L], mode="r", overwrite_a=True, check_finite=False)[0]
+    return R[:L, :L], delta
+
+
+def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | None = None) -> int:
     """Degree ``m`` of the minimal polynomial of ``A``: ``dim span{I, A, A^2, ...}``.
 
     ``A`` is first scaled to unit spectral norm (``m(cA) = m(A)`` for ``c != 0``,
     and the powers neither overflow nor underflow). Then ``m`` is counted by the
     module's rule exactly as ``k(N)`` is for the system ``(A / ||A||, I, I)``:
     the largest count, over ``l <= N``, of the singular values of
-    ``[vec I, vec A, ..., vec A^(l-1)]`` above ``rtol`` times the largest one,
+    ``G_l = [vec I, vec A, ..., vec A^(l-1)]`` above ``rtol`` times the largest one,
     default ``rtol = N^2 eps`` (``default_rtol(l, N, N)`` for every ``l <= N``).
     Higher powers are not needed: by Cayley-Hamilton they lie in this span. No
     characteristic polynomial is formed and no eigenvalues are computed.
@@ -302,14 +374,39 @@ def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
     pass a larger ``rtol`` there, and the same one to :func:`lag_span_dimension`
     (it passes its own ``rtol`` on, since it caps ``k`` at ``m``).
 
-    Memory is ``N^3`` floats and time ``O(N^4)`` (more when prefixes must be
-    visited): meant for state sizes up to a few dozen.
+    **How it is computed.** The powers are formed one at a time and stop at the
+    first ``L`` where the remaining ones cannot matter: for ``l >= L``,
+    ``||A^l||_F <= ||A^L||_F`` (``||A|| = 1``), so the unformed columns have
+    Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``, and by Weyl's
+    inequality they move every singular value (and the largest one, hence the
+    threshold) by at most ``delta``. Once ``delta <= 1e-3 rtol sqrt(N)`` and no
+    singular value of ``G_L`` lies within ``delta`` of its threshold, the counts of
+    all longer prefixes equal the count of ``G_L``, and the answer is the running
+    count over the prefixes of ``G_L`` (from one QR factorisation of ``G_L``: the
+    prefix ``G_l`` has the singular values of ``R[:l, :l]``). This is the same
+    count as on all ``N`` powers, up to rounding in the SVD; when a singular value
+    sits within rounding of its threshold the two can differ, as any two
+    computations of a numerical rank can. Powers of a matrix with spectral radius
+    well below its norm decay geometrically, so ``L`` is a few dozen: a random
+    ``800 x 800`` matrix takes seconds (``L`` about 50). Time ``O(L N^3 + L^2 N^2)``,
+    memory ``L N^2`` floats (the QR works in place).
+
+    When the powers do not decay (``rho(A)`` close to ``||A||``, e.g. an orthogonal
+    ``A``) ``L`` reaches ``N``, and ``G_L`` would have ``N^3`` entries. Before that
+    exceeds ``max_bytes`` (default 1 GiB, e.g. ``N`` above about 500), a block
+    Krylov sequence on four random vectors is tried: when it proves that all ``N``
+    singular values are above the threshold (see ``_krylov_certifies_full_degree``),
+    the answer is ``N``. Otherwise the function raises a ``ValueError`` naming
+    ``A`` and the size it would need. The function never builds a stack larger than
+    ``max_bytes``.
 
     Parameters
     ----------
     A : array, shape (N, N)
     rtol : float, optional
         Relative tolerance; default :func:`default_rtol` ``(N, N, N) = N^2 eps``.
+    max_bytes : int, optional
+        Largest stack of powers, in bytes, the function may build; default 1 GiB.
 
     Returns
     -------
@@ -321,12 +418,35 @@ def minimal_polynomial_degree(A, rtol: float | None = None) -> int:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
     N = A.shape[0]
     rtol = _check_rtol(rtol, default_rtol(N, N, N))
+    limit = MAX_ARRAY_BYTES if max_bytes is None else max_bytes
+    check_allocation("A", (N, N), "a power of A", "", max_bytes=limit)  # validates max_bytes
     top = float(np.max(np.abs(A)))
     if top == 0.0:
         return 1  # A = 0: the minimal polynomial is x
     A = A / top  # first to order one, so that the spectral norm cannot overflow
     A = A / np.linalg.norm(A, 2)
-    return max(1, _running_count(_vec(_powers(A)), N, N, rtol, N))
+    if N == 1:
+        return 1
+    max_cols = int(min(N, limit // (8 * N * N)))
+    target = 1e-3 * rtol * np.sqrt(N)  # the largest singular value is at least ||vec I|| = sqrt(N)
+    while True:
+        R, delta = _stacked_powers_qr(A, target, max_cols)
+        if R is None:
+            if _krylov_certifies_full_degree(A, rtol):
+                return N
+            raise ValueError(
+                f"A of size {N} x {N} has powers that decay too slowly (spectral radius close to its norm), "
+                f"so counting its minimal polynomial degree needs more than {max_cols} of its powers, "
+                f"{_gib((max_cols + 1) * N * N * 8)} or more, above the limit of {_gib(limit)}; "
+                f"pass max_bytes= to raise the limit or use a smaller A")
+        if delta == 0.0:
+            break  # all N powers
+        s = np.linalg.svd(R, compute_uv=False)
+        tau = rtol * s[0]
+        if delta < tau and not np.any((s > tau - delta) & (s <= rtol * (s[0] + delta))):
+            break
+        target = delta * 1e-3  # a singular value near the threshold: take more powers
+    return max(1, _prefix_running_count(R, rtol, N))
 
 
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
