@@ -441,7 +441,7 @@ SYSTEM_ERRORS = [
     ("B no columns", dict(B=np.ones((3, 0))), r"B has shape \(3, 0\); the token width d must be at least 1"),
     ("C columns", dict(C=np.ones((4, 2))), r"C has shape \(4, 2\), but axis 1 must be 3 \(the state size N of A\)"),
     ("C no rows", dict(C=np.ones((0, 3))), r"C has shape \(0, 3\); the output width p must be at least 1"),
-    ("D shape", dict(D=np.ones((2, 4))), r"D must have shape \(p, d\) = \(4, 2\); got shape \(2, 4\)"),
+    ("D shape", dict(D=np.ones((2, 4))), r"D must have shape \(p, d\) = \(4, 2\) \(p from C, d from B\); got shape \(2, 4\)"),
     ("D inf", dict(D=np.full((4, 2), np.inf)), "D must contain only finite numbers"),
     ("B non-numeric", dict(B="abc"), r"B must be a numeric array of shape \(N, d\); got str"),
 ]
@@ -584,3 +584,80 @@ def test_linear_ssm_default_D_is_read_only_zero():
     m = LinearSSM(GOOD_A, GOOD_B, GOOD_C)
     with pytest.raises(ValueError, match="read-only"):
         m.D[0, 0] = 1.0
+
+
+# ---- issue 11: unstable systems, size guards, scale-safe attention ----------------------------
+
+def test_unstable_ssm_names_the_spectral_radius_and_the_overflow_length():
+    import warnings as _w
+    from ssmheads import systems as _systems
+    ssm = LinearSSM(1.5 * _systems.rotation_matrix(0.3), np.eye(2), np.eye(2))
+    with _w.catch_warnings():
+        _w.simplefilter("error")  # no RuntimeWarning on the way to the error
+        with pytest.raises(ValueError, match=r"spectral radius 1\.5 > 1 .* overflows the largest float at t = \d+"):
+            ssm.forward(np.ones((3000, 2)))
+        with pytest.raises(ValueError, match=r"spectral radius 1\.5 > 1 .* at l = \d+"):
+            ssm.interaction(np.ones((3000, 2)))
+    short = ssm.forward(np.ones((100, 2)))  # short sequences of an unstable system are computed as usual
+    assert np.all(np.isfinite(short)) and np.max(np.abs(short)) > 1.5 ** 90
+
+
+def test_size_guards_refuse_before_allocating():
+    ssm = LinearSSM(0.5 * np.eye(2), np.eye(2), np.eye(2))
+    with pytest.raises(ValueError, match=r"X would make the operator W .* GiB, above the limit of 1\.00 GiB"):
+        ssm.interaction(np.ones((20000, 2)))
+    with pytest.raises(ValueError, match=r"n = 10000000 lags is more than"):
+        lag_operators(np.eye(2) * 0.5, np.eye(2), np.eye(2), 10**7)
+    att = MultiHeadAttention(*(np.ones((1, 2, 2)),) * 4)
+    with pytest.raises(ValueError, match=r"X would make the attention weights alpha .* use forward\(X\)"):
+        att.coefficients(np.ones((20000, 2)))
+    with pytest.raises(ValueError, match=r"X would make the operator W"):
+        Convolution(np.ones((2, 1, 1))).interaction(np.ones((20000, 1)))
+
+
+def test_softmax_forward_by_row_blocks_matches_the_full_weights(monkeypatch):
+    import ssmheads.models as models
+    rng = np.random.default_rng(3)
+    att = MultiHeadAttention(rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 3, 2)),
+                             rng.standard_normal((2, 2, 2)), rng.standard_normal((2, 2, 2)))
+    X = rng.standard_normal((9, 2))
+    full = att.forward(X)
+    monkeypatch.setattr(models, "_BLOCK_ENTRIES", 2 * 9 * 2)  # blocks of 2 rows
+    assert np.max(np.abs(att.forward(X) - full)) < 1e-13
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_softmax_attention_is_finite_and_right_at_extreme_scales(causal):
+    rng = np.random.default_rng(4)
+    att = MultiHeadAttention(rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 3, 2)),
+                             rng.standard_normal((2, 2, 2)), rng.standard_normal((2, 2, 2)), causal=causal)
+    X = rng.standard_normal((7, 2)) * 1e155
+    alpha = att.coefficients(X)
+    assert np.all(np.isfinite(alpha)) and np.max(np.abs(alpha.sum(axis=2) - 1)) < 1e-12
+    # scores of size ~1e310 make softmax a hard maximum: each row puts its weight on its best key(s)
+    Q = np.einsum("hkd,nd->hnk", att.W_Q, X / 1e155)
+    K = np.einsum("hkd,nd->hnk", att.W_K, X / 1e155)
+    scores = Q @ K.transpose(0, 2, 1)
+    if causal:
+        scores = np.where(np.tril(np.ones((7, 7), dtype=bool)), scores, -np.inf)
+    best = scores == scores.max(axis=2, keepdims=True)
+    assert np.all(alpha[~best] == 0.0)
+    Y = att.forward(X)
+    assert np.max(np.abs(Y - np.einsum("ijpd,jd->ip", att.interaction(X), X))) / np.max(np.abs(Y)) < 1e-12
+
+
+def test_linear_attention_at_huge_scale_is_right_or_names_X_and_the_safe_scale():
+    rng = np.random.default_rng(5)
+    att = MultiHeadAttention(rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 3, 2)),
+                             rng.standard_normal((2, 2, 2)), rng.standard_normal((2, 2, 2)), kernel="linear")
+    X = rng.standard_normal((7, 2))
+    with pytest.raises(ValueError, match=r"X is too large for the linear kernel.*multiply X by at most"):
+        att.forward(X * 1e155)
+    # at 1e200 the features phi are ~1e200 and their products overflow: the normalised path still gives
+    # the ratio of finite numbers, and the two routes agree
+    positive = MultiHeadAttention(np.abs(att.W_Q), np.abs(att.W_K), att.W_V, att.W_O, kernel="linear")
+    Xp = np.abs(X)  # all features positive: phi(u) = u + 1, no underflow
+    Y = positive.forward(Xp * 1e200)
+    W = positive.interaction(Xp * 1e200)
+    assert np.all(np.isfinite(Y))
+    assert np.max(np.abs(Y - np.einsum("ijpd,jd->ip", W, Xp * 1e200))) / np.max(np.abs(Y)) < 1e-12

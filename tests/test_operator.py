@@ -320,3 +320,42 @@ def test_two_route_gap_on_zero_output_is_absolute():
 def test_two_route_gap_rejects_objects_without_methods(not_a_layer):
     with pytest.raises(ValueError, match=r"layer must have forward\(X\) and interaction\(X\) methods; got"):
         two_route_gap(not_a_layer, np.ones((2, 2)))
+
+
+# ---- issue 11: clear messages, size guards, scale safety ----------------------------------------
+
+def test_operator_of_linear_map_requires_a_callable_and_wraps_its_errors():
+    with pytest.raises(ValueError, match="f must be callable"):
+        operator_of_linear_map(5, 5, 2)
+
+    def broken(X):
+        raise RuntimeError("bug")
+
+    with pytest.raises(ValueError, match=r"f raised RuntimeError on the unit probe at position 0"):
+        operator_of_linear_map(broken, 3, 2)
+    with pytest.raises(ValueError, match=r"n and d would make the operator W .* GiB"):
+        operator_of_linear_map(lambda X: X, 4, 10**7)
+
+
+def test_toeplitz_deviation_of_a_zero_size_W_names_W():
+    W = np.zeros((3, 3, 2, 2))
+    with pytest.raises(ValueError, match=r"W has shape \(3, 3, 2, 0\); the block sizes p and d"):
+        toeplitz_deviation(W[..., :0])
+
+
+def test_toeplitz_operator_refuses_a_multi_gib_operator():
+    with pytest.raises(ValueError, match=r"n would make the operator W an array of shape \(20000x20000x2x2\)"):
+        toeplitz_operator(np.ones((3, 2, 2)), 20000)
+    assert toeplitz_operator(np.ones((3, 2, 2)), 4, max_bytes=10**6).shape == (4, 4, 2, 2)
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-300])
+def test_norms_and_trivial_form_are_scale_safe(scale):
+    rng = np.random.default_rng(6)
+    W = rng.standard_normal((4, 4, 2, 2))
+    X = rng.standard_normal((4, 2))
+    assert np.max(np.abs(block_norms(W * scale) / scale - block_norms(W))) < 1e-12 * np.max(block_norms(W))
+    assert abs(causality_violation(W * scale) / scale - causality_violation(W)) < 1e-12 * causality_violation(W)
+    T = trivial_interaction_form(X[:, :1], X * scale)
+    assert np.all(np.isfinite(T))
+    assert np.max(np.abs(np.einsum("ijpd,jd->ip", T, X * scale) - X[:, :1])) < 1e-12

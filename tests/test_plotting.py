@@ -259,3 +259,25 @@ def test_use_book_style_outside_a_kernel_keeps_the_backend():
     before = mpl.get_backend()
     use_book_style()
     assert mpl.get_backend() == before
+
+
+# ---- issue 11: clear messages and size guards -------------------------------------------------
+
+def test_operator_heatmap_checks_ax_and_vmax():
+    from ssmheads import plotting
+    W = np.ones((3, 3, 1, 1))
+    with pytest.raises(ValueError, match="ax must be a matplotlib Axes"):
+        plotting.operator_heatmap(W, ax="x")
+    for bad in (float("nan"), float("inf"), 0.0, -1.0, "1"):
+        with pytest.raises(ValueError, match="vmax must be a finite number > 0"):
+            plotting.operator_heatmap(W, vmax=bad)
+    with pytest.raises(ValueError, match=r"W has n = 5000 positions, more than the 4096"):
+        plotting.operator_heatmap(np.zeros((5000, 5000, 0, 0)))
+
+
+def test_operator_gallery_refuses_a_huge_grid():
+    from ssmheads import plotting
+    with pytest.raises(ValueError, match=r"ncols = 1000000 with 1 operators makes a grid of 1000000 panels"):
+        plotting.operator_gallery({"a": np.ones((2, 2, 1, 1))}, ncols=10**6)
+    with pytest.raises(ValueError, match=r"operators\['a'\] is not an operator: W must"):
+        plotting.operator_gallery({"a": np.ones(3)})

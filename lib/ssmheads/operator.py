@@ -272,7 +272,8 @@ def trivial_interaction_form(Y, X, max_bytes: int | None = None) -> np.ndarray:
     top = float(np.max(np.abs(X)))
     if top == 0.0:
         raise ValueError("X must be nonzero: the construction divides by ||X||_F^2")
-    scale = float(np.sum(X * X))
+    with np.errstate(over="ignore", under="ignore"):
+        scale = float(np.sum(X * X))
     if 1e-290 < scale < 1e290:
         return np.einsum("ip,jd->ijpd", Y, X) / scale
     # ||X||^2 would overflow or underflow: W_ij = y_i (x_j / s)^T / (s ||X / s||^2), s = max |X|
