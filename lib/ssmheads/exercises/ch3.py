@@ -303,7 +303,7 @@ def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
     searches for the token where they come closest to failing (sign changes of
     ``det[V_1 x .. V_4 x]`` are bisected to a zero), and runs the answer once more on an
     input made of ``e_1, ..., e_4``, that token and random tokens; value maps whose
-    spanning ratio (:data:`DEGENERATE_TOKEN`) vanishes at one of these tokens fail with
+    spanning ratio (below ``DEGENERATE_TOKEN``) vanishes at one of these tokens fail with
     a message naming it. The library's own routines are switched off while the answer
     runs (to help you test your own code, not as a security boundary).
     """

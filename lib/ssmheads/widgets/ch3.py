@@ -50,7 +50,7 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     ----------
     family, theta, rho, k, seed
         As in :func:`family_system`, except that ``"random with lag rank k"`` is
-        ``random_with_lag_rank(k, 3, 3, rho, seed)`` (``p = d = 3``, :data:`RANDOM_WIDTH`;
+        ``random_with_lag_rank(k, 3, 3, rho, seed)`` (``p = d = 3``, ``RANDOM_WIDTH``;
         ``k <= 6``), so that ``k < pd`` and the error's vanishing at ``H = k`` is not forced
         by the dimension ``pd`` of the space of ``p x d`` matrices.
     n : int
