@@ -24,7 +24,10 @@ from typing import Callable
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int, check_size
+EPS = float(np.finfo(float).eps)
+_GELFAND_MAX_LAG = 100_000  # powers gelfand_constant forms at most, unless max_lag truncates
+
+from ._validate import as_array, check_allocation, check_positive_int, check_size
 from .heads import FactorizedHeads, SoftmaxSinkHeads
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system
 
@@ -181,18 +184,45 @@ def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: fl
     -------
     J : ndarray, shape (n, n, p, d)
     """
+    if not callable(f):
+        raise ValueError(f"f must be a callable mapping X of shape (n, d) to an array of shape (n, p); "
+                         f"got {type(f).__name__}")
     X = as_array("X", X, 2, "(n, d)")
-    if not (isinstance(eps, (int, float, np.floating)) and not isinstance(eps, bool) and np.isfinite(eps) and eps > 0):
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must have at least one token and one feature, shape (n, d) with n, d >= 1; "
+                         f"got shape {X.shape}")
+    if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(eps) or not eps > 0:
         raise ValueError(f"eps must be a positive number; got {eps!r}")
     n, d = X.shape
-    columns = []
+
+    def evaluate(Z: np.ndarray) -> np.ndarray:
+        try:
+            out = np.asarray(f(Z), dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"f must return a real array of shape (n, p) = ({n}, p); it returned something "
+                             f"that is not one ({exc})") from exc
+        if out.ndim != 2 or out.shape[0] != n or out.shape[1] < 1:
+            raise ValueError(f"f must return an array of shape (n, p) = ({n}, p) with p >= 1 for X of shape "
+                             f"{X.shape}; it returned shape {out.shape}")
+        if not np.all(np.isfinite(out)):
+            raise ValueError("f returned NaN or infinity near X; the finite-difference Jacobian needs finite values")
+        return out
+
+    p = evaluate(X).shape[1]
+    check_allocation("X", (n, n, p, d), "the Jacobian", "use a shorter X or jacobian_row")
+    J = np.empty((n, d, n, p))
+    step = np.zeros_like(X)
     for j in range(n):
         for c in range(d):
-            step = np.zeros_like(X)
             step[j, c] = eps
-            columns.append((np.asarray(f(X + step)) - np.asarray(f(X - step))) / (2 * eps))
-    D = np.stack(columns)  # (n*d, n, p)
-    return D.reshape(n, d, n, -1).transpose(2, 0, 3, 1)
+            plus, minus = evaluate(X + step), evaluate(X - step)
+            step[j, c] = 0.0
+            if plus.shape[1] != p or minus.shape[1] != p:
+                raise ValueError(f"f must return the same shape (n, p) = ({n}, {p}) for every input; it returned "
+                                 f"{plus.shape} and {minus.shape} at a perturbed X")
+            J[j, c] = (plus - minus) / (2 * eps)
+    return J.transpose(2, 0, 3, 1)
 
 
 def gradient_profile(model, X, i: int = -1):
@@ -272,19 +302,31 @@ def highway_input(attention: MultiHeadAttention, n: int, a: float, key: int = 0,
     return X
 
 
-def gelfand_constant(A, rho_bar: float, max_lag: int = 100_000) -> float:
+def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     """``kappa(rho_bar) = sup_l ||A^l|| / rho_bar^l`` (spectral norm), for ``rho(A) < rho_bar``.
 
-    Finite by Gelfand's formula ``||A^l||^(1/l) -> rho(A)``. The powers are formed one at
-    a time (rescaled to avoid overflow), and the search stops once the ratio has fallen
-    below ``1e-8`` of its maximum, or at ``max_lag``.
+    Finite by Gelfand's formula ``||A^l||^(1/l) -> rho(A)``. For a normal ``A``
+    (``A A^T = A^T A`` up to rounding) ``||A^l|| = rho(A)^l`` and ``kappa = 1``
+    (attained at ``l = 0``) without forming a power. Otherwise the powers are formed
+    one at a time (rescaled to avoid overflow), and the search stops once the ratio
+    has fallen below ``1e-8`` of its maximum.
+
+    The ratio falls by ``rho(A) / rho_bar`` per lag once the transient is over, so
+    the search needs at least ``log(1e8) / log(rho_bar / rho(A))`` lags. By default
+    (``max_lag=None``) at most ``100000`` powers are formed: when the search needs
+    more (``rho_bar`` within about ``2e-4`` of ``rho(A)``, relative) or has not
+    ended by then, the function raises a ``ValueError`` naming ``rho_bar`` and the
+    gap, rather than run for minutes. A ``max_lag`` given by the caller instead
+    truncates the search: the supremum over ``l <= max_lag`` is returned.
 
     Parameters
     ----------
     A : array, shape (N, N)
     rho_bar : float
         ``rho(A) < rho_bar``.
-    max_lag : int
+    max_lag : int, optional
+        Truncate the search at ``l = max_lag``; default: no truncation, at most
+        100000 powers, else a ``ValueError``.
 
     Returns
     -------
@@ -294,9 +336,27 @@ def gelfand_constant(A, rho_bar: float, max_lag: int = 100_000) -> float:
     if A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
     rho = float(np.max(np.abs(np.linalg.eigvals(A))))
-    if not (isinstance(rho_bar, (int, float, np.floating)) and rho < rho_bar):
-        raise ValueError(f"rho_bar must exceed the spectral radius {rho:.6g} of A; got {rho_bar!r}")
-    max_lag = check_positive_int("max_lag", max_lag)
+    if isinstance(rho_bar, (bool, np.bool_)) or not isinstance(rho_bar, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(rho_bar) or not rho < rho_bar:
+        raise ValueError(f"rho_bar must exceed the spectral radius {rho:.6g} of A (and be finite); "
+                         f"got {rho_bar!r}")
+    rho_bar = float(rho_bar)
+    truncate = max_lag is not None
+    max_lag = check_positive_int("max_lag", max_lag) if truncate else _GELFAND_MAX_LAG
+    top = float(np.max(np.abs(A)))
+    if top == 0.0:
+        return 1.0
+    An = A / top
+    if np.linalg.norm(An @ An.T - An.T @ An) <= 64 * A.shape[0] * EPS * np.linalg.norm(An) ** 2:
+        return 1.0  # normal: ||A^l|| = rho^l <= rho_bar^l, the supremum is the l = 0 term
+    if rho > 0.0 and not truncate:
+        needed = np.log(1e8) / np.log(rho_bar / rho)
+        if needed > max_lag:
+            raise ValueError(
+                f"rho_bar = {rho_bar!r} is within a relative {rho_bar / rho - 1:.3g} of the spectral radius "
+                f"{rho:.6g} of A: the ratio ||A^l|| / rho_bar^l decays so slowly that kappa needs about "
+                f"{needed:.3g} powers, more than {max_lag}; choose rho_bar farther above rho(A) "
+                f"(e.g. (rho(A) + 1) / 2), or pass max_lag to truncate the search")
     P = np.eye(A.shape[0])
     log_scale = 0.0  # ||A^l|| = exp(log_scale) * ||P||
     best = 1.0
@@ -304,14 +364,18 @@ def gelfand_constant(A, rho_bar: float, max_lag: int = 100_000) -> float:
         P = (A @ P) / rho_bar
         size = float(np.linalg.norm(P, 2))
         if size == 0.0:
-            break
+            return best
         ratio = np.exp(log_scale) * size
         best = max(best, ratio)
         if ratio < 1e-8 * best:
-            break
+            return best
         P /= size
         log_scale += np.log(size)
-    return best
+    if truncate:
+        return best
+    raise ValueError(f"the ratio ||A^l|| / rho_bar^l (rho_bar = {rho_bar!r}, spectral radius of A {rho:.6g}) "
+                     f"had not fallen below 1e-8 of its maximum after {max_lag} powers; choose rho_bar "
+                     f"farther above rho(A), or pass max_lag to truncate the search")
 
 
 @dataclass(frozen=True)
@@ -370,7 +434,11 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
     if not (isinstance(rho_bar, (int, float, np.floating)) and rho < rho_bar < 1):
         raise ValueError(f"rho_bar must lie in (rho(A), 1) = ({rho:.6g}, 1); got {rho_bar!r}")
     scale = np.linalg.norm(C, 2) * np.linalg.norm(B, 2)
-    kappa = gelfand_constant(A, rho_bar)
+    try:
+        kappa = gelfand_constant(A, rho_bar)
+    except ValueError as exc:
+        raise ValueError(f"A has spectral radius {rho:.6g}, so close to 1 that the general bound's constant "
+                         f"kappa(rho_bar) cannot be computed in bounded work: {exc}") from None
     general = scale * kappa * float(rho_bar) ** lags
     cond = float(np.linalg.cond(S))
     diagonalizable = None

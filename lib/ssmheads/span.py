@@ -97,8 +97,23 @@ def _unvec(columns: np.ndarray, p: int, d: int) -> np.ndarray:
 
 
 def default_rtol(m: int, p: int, d: int) -> float:
-    """The default relative tolerance ``max(m, p*d) * eps`` for ``m`` matrices of size ``p x d``."""
-    return max(int(m), int(p) * int(d)) * EPS
+    """The default relative tolerance ``max(m, p*d) * eps`` for ``m`` matrices of size ``p x d``.
+
+    Parameters
+    ----------
+    m : int
+        Number of matrices, ``m >= 0``.
+    p, d : int
+        Their size, ``p, d >= 1``.
+
+    Returns
+    -------
+    float
+    """
+    m = check_positive_int("m", m, minimum=0)
+    p = check_positive_int("p", p)
+    d = check_positive_int("d", d)
+    return max(m, p * d) * EPS
 
 
 def singular_values(mats) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_positive_int, check_seed
+from ._validate import as_array, check_allocation, check_positive_int, check_seed
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear
 
 __all__ = [
@@ -26,7 +26,19 @@ __all__ = [
 ]
 
 
+#: Largest state size of the random systems, whose eigenvalues are computed (O(N^3)): a few seconds.
+MAX_RANDOM_STATE = 2048
+
+
+def _check_state_size(name: str, N: int) -> None:
+    if N > MAX_RANDOM_STATE:
+        raise ValueError(f"{name} must be at most {MAX_RANDOM_STATE} (drawing the system needs the eigenvalues "
+                         f"of an {name} x {name} matrix, O({name}^3) work); got {N}")
+
+
 def _finite_scalar(name: str, value) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a real number; got {value!r}")
     try:
         x = float(value)
     except (TypeError, ValueError) as exc:
@@ -74,6 +86,7 @@ def diagonal(eigenvalues, B=None, C=None) -> LinearSSM:
     if lam.size < 1:
         raise ValueError("eigenvalues must contain at least one value; got an empty array")
     N = lam.size
+    check_allocation("eigenvalues", (N, N), "the transition matrix A", "use fewer eigenvalues")
     return LinearSSM(np.diag(lam), np.eye(N) if B is None else B, np.eye(N) if C is None else C)
 
 
@@ -92,6 +105,9 @@ def random_stable(N: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> Li
     seed : int
     """
     N, d, p = (check_positive_int(name, v) for name, v in (("N", N), ("d", d), ("p", p)))
+    _check_state_size("N", N)
+    check_allocation("d", (N, d), "B", "use a smaller d")
+    check_allocation("p", (p, N), "C", "use a smaller p")
     rho = _finite_scalar("rho", rho)
     if rho <= 0:
         raise ValueError(f"rho must be positive; got {rho}")
@@ -126,6 +142,8 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     p, d_k, d_v = (d if v is None else check_positive_int(name, v)
                    for name, v in (("p", p), ("d_k", d_k), ("d_v", d_v)))
     scale = _finite_scalar("scale", scale)
+    for name, shape in (("d_k", (H, d_k, d)), ("d_v", (H, d_v, d)), ("p", (H, p, d_v))):
+        check_allocation(name, shape, f"a weight array with H = {H} heads", "use fewer heads or smaller widths")
     rng = np.random.default_rng(check_seed(seed))
     W_Q = rng.standard_normal((H, d_k, d)) * (scale / np.sqrt(d))
     W_K = rng.standard_normal((H, d_k, d)) / np.sqrt(d)
@@ -157,6 +175,7 @@ def jordan(blocks, B=None, C=None) -> LinearSSM:
     if not pairs:
         raise ValueError("blocks must contain at least one (eigenvalue, size) pair; got none")
     N = sum(size for _, size in pairs)
+    check_allocation("blocks", (N, N), f"A (the block sizes add up to N = {N})", "use smaller blocks")
     A = np.zeros((N, N))
     start = 0
     for lam, size in pairs:
@@ -199,6 +218,9 @@ def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0
     k, d, p = (check_positive_int(name, v) for name, v in (("k", k), ("d", d), ("p", p)))
     if k > p * d:
         raise ValueError(f"k must be at most p * d = {p * d} (the dimension of the space of p x d matrices); got {k}")
+    _check_state_size("k", k)
+    check_allocation("d", (k, d), "B", "use a smaller d")
+    check_allocation("p", (p, k), "C", "use a smaller p")
     rho = _finite_scalar("rho", rho)
     if rho <= 0:
         raise ValueError(f"rho must be positive; got {rho}")
@@ -246,6 +268,9 @@ def gallery(d: int = 2, seed: int = 0) -> dict:
     dict mapping name to layer
     """
     d = check_positive_int("d", d)
+    if 2 * d > MAX_RANDOM_STATE:
+        raise ValueError(f"d must be at most {MAX_RANDOM_STATE // 2} (the gallery's SSM has state size 2d, "
+                         f"and drawing it needs its eigenvalues); got {d}")
     rng = np.random.default_rng(check_seed(seed))
     return {
         "position-wise linear": PositionwiseLinear(rng.standard_normal((d, d)) / np.sqrt(d)),

@@ -6,8 +6,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from .._validate import check_positive_int
+from .._validate import check_positive_int, check_seed
 from ._common import _explorer
+
+#: Largest ``k`` of :func:`family_system` and longest ``n`` of :func:`rank_explorer_figure`
+#: (the profile costs one SVD per prefix).
+MAX_K = 64
+MAX_N = 400
 
 
 #: The system families of the Chapter 2 and 3 explorers (see :func:`family_system`).
@@ -25,26 +30,37 @@ def family_system(family: str, theta: float = 1.0, rho: float = 0.9, k: int = 3,
         ``"Jordan"`` (``J_2(rho) + [rho] + [-rho/2]``, ``B = C = I``); ``"plateau"``
         (Proposition 2(e)); ``"random with lag rank k"`` (``p = d = 2``, so ``k <= 4``).
     theta, rho : float
+        Finite; ``rho > 0``.
     k : int
+        ``1 <= k <= MAX_K`` (64).
     seed : int
 
     Returns
     -------
     LinearSSM
     """
-    from ..systems import diagonal, jordan, plateau, random_with_lag_rank, rotation
+    from ..systems import _finite_scalar, diagonal, jordan, plateau, random_with_lag_rank, rotation
 
+    if not isinstance(family, str) or family not in FAMILIES:
+        raise ValueError(f"family must be one of {list(FAMILIES)}; got {family!r}")
+    theta = _finite_scalar("theta", theta)
+    rho = _finite_scalar("rho", rho)
+    if rho <= 0:
+        raise ValueError(f"rho must be a positive number (the spectral radius of the example); got {rho!r}")
+    k = check_positive_int("k", k)
+    if k > MAX_K:
+        raise ValueError(f"k must be at most {MAX_K} for the explorer's families; got {k}")
+    seed = check_seed(seed)
     if family == "rotation":
         return rotation(theta, rho)
     if family == "diagonal":
-        return diagonal(rho * np.linspace(1.0, -1.0, check_positive_int("k", k)))
+        return diagonal(rho * np.linspace(1.0, -1.0, k))
     if family == "Jordan":
         return jordan([(rho, 2), (rho, 1), (-rho / 2, 1)])
     if family == "plateau":
         return plateau()
     if family == "random with lag rank k":
-        return random_with_lag_rank(min(check_positive_int("k", k), 4), 2, 2, rho=rho, seed=seed)
-    raise ValueError(f"family must be one of {list(FAMILIES)}; got {family!r}")
+        return random_with_lag_rank(min(k, 4), 2, 2, rho=rho, seed=seed)
 
 
 def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1.0, rho: float = 0.9,
@@ -60,7 +76,7 @@ def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1
     family, theta, rho, k, seed
         As in :func:`family_system`.
     n : int
-        Sequence length.
+        Sequence length, ``1 <= n <= MAX_N`` (400).
 
     Returns
     -------
@@ -71,6 +87,9 @@ def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1
 
     ssm = family_system(family, theta, rho, k, seed)
     n = check_positive_int("n", n)
+    if n > MAX_N:
+        raise ValueError(f"n must be at most {MAX_N} for this figure (the profile k(1..n) costs one SVD per "
+                         f"prefix); got {n}")
     s = singular_values(lag_operators(ssm.A, ssm.B, ssm.C, n))
     profile = lag_span_profile(ssm.A, ssm.B, ssm.C, n)
     bound = [lag_span_bound(ssm.A, ssm.B, ssm.C, length) for length in range(1, n + 1)]

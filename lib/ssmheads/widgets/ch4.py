@@ -8,6 +8,9 @@ import numpy as np
 from .._validate import check_positive_int, check_seed
 from ._common import _explorer
 
+#: Longest sequence :func:`highway_explorer_figure` draws.
+MAX_N = 100_000
+
 
 def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed: int = 4):
     """Input-Jacobian norms ``||d y_n / d x_j||`` against the distance ``n - j`` (log-log axes).
@@ -28,7 +31,7 @@ def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed
     rho : float
         Spectral radius of the SSM, ``0 < rho < 1``.
     n : int
-        Sequence length, ``n >= 3``.
+        Sequence length, ``3 <= n <= MAX_N`` (100000).
     a : float
         Attention weight on the key token, ``0 < a < 1``.
     seed : int
@@ -43,6 +46,9 @@ def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed
     from ..systems import random_attention, rotation_matrix
 
     n = check_positive_int("n", n, minimum=3)
+    if n > MAX_N:
+        raise ValueError(f"n must be at most {MAX_N} for this figure (its curves cost O(n) each and a "
+                         f"longer sequence shows nothing new on log axes); got {n}")
     if not (isinstance(rho, (int, float, np.floating)) and 0 < rho < 1):
         raise ValueError(f"rho must lie in (0, 1); got {rho!r}")
     head = random_attention(1, 2, seed=check_seed(seed))
