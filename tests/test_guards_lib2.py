@@ -33,8 +33,9 @@ def test_decay_bound_near_one_fails_fast_with_the_spectral_radius():
     (lambda Z: Z.ravel()[:5], r"f must return an array of shape \(n, p\) = \(3, p\).*got.*\(5,\)|returned shape \(5,\)"),
     (lambda Z: Z[:, 0], r"f must return an array of shape \(n, p\) = \(3, p\).*returned shape \(3,\)"),
     (lambda Z: Z[:2], r"returned shape \(2, 2\)"),
-    (lambda Z: "text", r"f must return a real array"),
-    (lambda Z: Z * np.nan, r"f returned NaN"),
+    (lambda Z: "text", r"f must map X of shape \(3, 2\) to a real array"),
+    (lambda Z: 1 / 0, r"f must map X .* ZeroDivisionError"),
+    (lambda Z: Z * np.nan, r"f returned NaN or infinity at X perturbed by eps"),
     (5, r"f must be a callable"),
 ])
 def test_finite_difference_jacobian_names_f_and_the_expected_shape(f, match):
@@ -52,6 +53,11 @@ def test_finite_difference_jacobian_rejects_a_shape_that_changes_with_the_input(
         return Z if Z[0, 0] == 1.0 else Z[:, :1]
     with pytest.raises(ValueError, match=r"f must return the same shape"):
         finite_difference_jacobian(f, np.ones((3, 2)))
+
+
+def test_diagonal_blames_the_mismatch_on_the_number_of_eigenvalues():
+    with pytest.raises(ValueError, match=r"^B has shape \(2, 2\), but axis 0 must be 1, the number of eigenvalues"):
+        systems.diagonal([0.5], B=np.eye(2))
 
 
 def test_unstable_ssm_errors_name_the_spectral_radius():
@@ -95,7 +101,9 @@ def test_explorer_figures_refuse_huge_lengths():
 @pytest.mark.parametrize("call, match", [
     (lambda: systems.random_stable(30000, 2, 2), r"^N must be at most 2048"),
     (lambda: systems.random_with_lag_rank(3000, 100, 100), r"^k must be at most 2048"),
-    (lambda: systems.random_attention(10**6, 4000), r"^d_k would make"),
+    (lambda: systems.random_attention(10**6, 4000), r"^H must be at most 4096"),
+    (lambda: systems.random_attention(4000, 4000), r"^H would make"),
+    (lambda: systems.random_attention(2, 10**7), r"^d would make"),
     (lambda: systems.jordan([(0.5, 10**5)]), r"^blocks would make"),
     (lambda: systems.diagonal(np.ones(20000)), r"^eigenvalues would make"),
     (lambda: systems.gallery(d=10**5), r"^d must be at most 1024"),

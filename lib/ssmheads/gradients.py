@@ -199,14 +199,15 @@ def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: fl
     def evaluate(Z: np.ndarray) -> np.ndarray:
         try:
             out = np.asarray(f(Z), dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"f must return a real array of shape (n, p) = ({n}, p); it returned something "
-                             f"that is not one ({exc})") from exc
+        except Exception as exc:  # noqa: BLE001 - any failure of the caller's f is reported as f's
+            raise ValueError(f"f must map X of shape {X.shape} to a real array of shape (n, p) = ({n}, p); "
+                             f"calling it failed with {type(exc).__name__}: {exc}") from exc
         if out.ndim != 2 or out.shape[0] != n or out.shape[1] < 1:
             raise ValueError(f"f must return an array of shape (n, p) = ({n}, p) with p >= 1 for X of shape "
                              f"{X.shape}; it returned shape {out.shape}")
         if not np.all(np.isfinite(out)):
-            raise ValueError("f returned NaN or infinity near X; the finite-difference Jacobian needs finite values")
+            raise ValueError(f"f returned NaN or infinity at X perturbed by eps = {eps!r}; the finite-difference "
+                             "Jacobian needs finite values (use a smaller eps, or an f finite near X)")
         return out
 
     p = evaluate(X).shape[1]
@@ -222,6 +223,8 @@ def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: fl
                 raise ValueError(f"f must return the same shape (n, p) = ({n}, {p}) for every input; it returned "
                                  f"{plus.shape} and {minus.shape} at a perturbed X")
             J[j, c] = (plus - minus) / (2 * eps)
+    if not np.all(np.isfinite(J)):
+        raise ValueError(f"the differences of f overflow with eps = {eps!r}; use a smaller eps")
     return J.transpose(2, 0, 3, 1)
 
 

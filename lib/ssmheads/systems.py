@@ -30,6 +30,10 @@ __all__ = [
 MAX_RANDOM_STATE = 2048
 
 
+#: Most heads :func:`random_attention` draws.
+MAX_RANDOM_HEADS = 4096
+
+
 def _check_state_size(name: str, N: int) -> None:
     if N > MAX_RANDOM_STATE:
         raise ValueError(f"{name} must be at most {MAX_RANDOM_STATE} (drawing the system needs the eigenvalues "
@@ -86,6 +90,11 @@ def diagonal(eigenvalues, B=None, C=None) -> LinearSSM:
     if lam.size < 1:
         raise ValueError("eigenvalues must contain at least one value; got an empty array")
     N = lam.size
+    for name, M, axis in (("B", B, 0), ("C", C, 1)):
+        shape = np.shape(M) if M is not None else None
+        if shape is not None and len(shape) == 2 and shape[axis] != N:
+            raise ValueError(f"{name} has shape {shape}, but axis {axis} must be {N}, the number of eigenvalues "
+                             f"(eigenvalues has shape {lam.shape}, so the state size is N = {N})")
     check_allocation("eigenvalues", (N, N), "the transition matrix A", "use fewer eigenvalues")
     return LinearSSM(np.diag(lam), np.eye(N) if B is None else B, np.eye(N) if C is None else C)
 
@@ -130,7 +139,7 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     Parameters
     ----------
     H, d : int
-        Number of heads and token width.
+        Number of heads (at most ``MAX_RANDOM_HEADS`` = 4096) and token width.
     p, d_k, d_v : int, optional
         Output, key and value widths; default ``d``.
     seed : int
@@ -139,11 +148,19 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     scale : float
     """
     H, d = check_positive_int("H", H), check_positive_int("d", d)
+    if H > MAX_RANDOM_HEADS:
+        raise ValueError(f"H must be at most {MAX_RANDOM_HEADS} heads (a layer with more is slow to draw and "
+                         f"to run, and no example needs it); got {H}")
+    given_name = {name: (name if v is not None else "d") for name, v in (("p", p), ("d_k", d_k), ("d_v", d_v))}
     p, d_k, d_v = (d if v is None else check_positive_int(name, v)
                    for name, v in (("p", p), ("d_k", d_k), ("d_v", d_v)))
     scale = _finite_scalar("scale", scale)
-    for name, shape in (("d_k", (H, d_k, d)), ("d_v", (H, d_v, d)), ("p", (H, p, d_v))):
-        check_allocation(name, shape, f"a weight array with H = {H} heads", "use fewer heads or smaller widths")
+    for dims in ((("H", H), ("d_k", d_k), ("d", d)), (("H", H), ("d_v", d_v), ("d", d)),
+                 (("H", H), ("p", p), ("d_v", d_v))):
+        name = max(dims, key=lambda item: item[1])[0]  # the largest extent is the one to blame,
+        name = given_name.get(name, name)                # named as the caller passed it (default: d)
+        check_allocation(name, tuple(v for _, v in dims), f"a weight array (H = {H} heads)",
+                         "use fewer heads or smaller widths")
     rng = np.random.default_rng(check_seed(seed))
     W_Q = rng.standard_normal((H, d_k, d)) * (scale / np.sqrt(d))
     W_K = rng.standard_normal((H, d_k, d)) / np.sqrt(d)
