@@ -395,10 +395,6 @@ _HEADS, _GRAD, _SYS = "lib/ssmheads/heads.py", "lib/ssmheads/gradients.py", "lib
 _SCALE_SAFE = "scale K by max |K| before forming squares (overflow and underflow are not zero)"
 _WORK = "estimate the work/allocation first and raise a ValueError naming {} (check_allocation of _validate)"
 KNOWN: dict = {
-    ("default_rtol", "m", "None"): "lib/ssmheads/span.py: default_rtol must check m, p, d with check_positive_int "
-                                   "(int(None) raises a TypeError that names none of them)",
-    ("default_rtol", "p", "None"): "lib/ssmheads/span.py: default_rtol must check p with check_positive_int",
-    ("default_rtol", "d", "None"): "lib/ssmheads/span.py: default_rtol must check d with check_positive_int",
     ("optimal_heads", "K", "huge"): f"{_HEADS}: optimal_heads returns an infinite residual; {_SCALE_SAFE}",
     ("head_count_curve", "K", "huge"): f"{_HEADS}: head_count_curve returns inf; {_SCALE_SAFE}",
     ("head_count_curve", "H_max", "huge"): f"{_HEADS}: head_count_curve(H_max=10**7) hangs; cap H_max at "
@@ -431,14 +427,6 @@ KNOWN: dict = {
     ("jacobian", "X", "huge"): f"{_GRAD}: jacobian(softmax attention, X * 1e155) is all NaN; compute the softmax "
                                "scale-safely (as MultiHeadAttention._weights does) or reject X naming the scale",
     ("jacobian_row", "X", "huge"): f"{_GRAD}: jacobian_row(attention, X * 1e155) is all NaN; as for jacobian",
-    ("finite_difference_jacobian", "f", "*"): f"{_GRAD}: finite_difference_jacobian must check callable(f) and "
-                                              "wrap f's exceptions and wrong outputs in a ValueError naming f",
-    ("finite_difference_jacobian", "X", "empty-first"): f"{_GRAD}: empty X gives 'need at least one array to "
-                                                        "stack'; reject n = 0 naming X",
-    ("finite_difference_jacobian", "X", "empty-last"): f"{_GRAD}: X with d = 0 gives 'need at least one array "
-                                                       "to stack'; reject d = 0 naming X",
-    ("finite_difference_jacobian", "eps", "huge"): f"{_GRAD}: eps=1e155 returns NaN; require eps small "
-                                                   "relative to max|X| (say eps <= 1e-2 * max(1, max|X|))",
     ("train_diagonal_ssm", "n", "huge"): f"{_GRAD}: train_diagonal_ssm(n=10**7) hangs; " + _WORK.format("n"),
     ("train_diagonal_ssm", "modes", "huge"): f"{_GRAD}: train_diagonal_ssm(modes=10**7) hangs; "
                                              + _WORK.format("modes"),
@@ -484,22 +472,11 @@ KNOWN: dict = {
     ("train_recall_head", "batch", "huge"): f"{_GRAD}: MemoryError (1.79 GiB); " + _WORK.format("batch"),
     ("train_recall_head", "d_k", "huge"): f"{_GRAD}: MemoryError (728 TiB); " + _WORK.format("d_k"),
     ("train_recall_head", "d_v", "huge"): f"{_GRAD}: MemoryError (1.79 GiB); " + _WORK.format("d_v"),
-    ("diagonal", "eigenvalues", "shape-first"): f"{_SYS}: diagonal(eigenvalues of length 1, B with 2 rows) "
-                                                "blames B 'axis 0 must be 1 (the state size N of A)'; say that "
-                                                "N comes from eigenvalues and name it",
-    ("random_stable", "N", "huge"): f"{_SYS}: random_stable(N=10**7) raises MemoryError (728 TiB); "
-                                    + _WORK.format("N"),
-    ("random_attention", "H", "huge"): f"{_SYS}: random_attention(H=10**7) hangs; " + _WORK.format("H"),
-    ("random_attention", "d", "huge"): f"{_SYS}: random_attention(d=10**7) raises MemoryError (1.42 PiB); "
-                                       + _WORK.format("d"),
-    ("gallery", "d", "huge"): f"{_SYS}: gallery(d=10**7) raises MemoryError (728 TiB); " + _WORK.format("d"),
     ("operator_explorer_figure", "n", "huge"): "lib/ssmheads/widgets/ch1.py: operator_explorer_figure(n=10**7) "
                                                "is refused by the layer naming X, not n; check n against a "
                                                "maximum (the slider's) first and name n",
     ("head_explorer_figure", "H", "huge"): "lib/ssmheads/widgets/ch3.py: head_explorer_figure(H=10**7) raises "
                                            "MemoryError; cap H at the slider's maximum with a ValueError naming H",
-    ("highway_explorer_figure", "n", "huge"): "lib/ssmheads/widgets/ch4.py: highway_explorer_figure(n=10**7) "
-                                              "hangs; cap n at the slider's maximum with a ValueError naming n",
 }
 
 
