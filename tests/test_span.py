@@ -706,3 +706,37 @@ def test_minimal_polynomial_default_tolerance_is_the_rank_rule():
     assert minimal_polynomial_degree(np.diag([1.0, 1.0 + 64 * EPS])) == 2
     assert minimal_polynomial_degree(np.diag([1.0, 1.0 + 2 * EPS])) == 1
     assert minimal_polynomial_degree(np.diag([1.0, 1.0 + 64 * EPS]), rtol=1e-10) == 1
+
+
+def _brute_running_count(A, B, C, n):
+    """The definition, one SVD per prefix: min(m, max over l <= n of the rule's count of K_0..K_{l-1})."""
+    from ssmheads.span import _finite_lags, _prefix_count, _vec
+
+    G = _vec(_finite_lags(A, B, C, n))
+    best = max(_prefix_count(G, length, C.shape[0], B.shape[1], None) for length in range(1, n + 1))
+    return min(best, minimal_polynomial_degree(A))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_pruned_prefix_search_finds_the_exact_running_count(seed):
+    rng = np.random.default_rng(seed)
+    N, p, d, n = int(rng.integers(1, 7)), int(rng.integers(1, 3)), int(rng.integers(1, 3)), int(rng.integers(1, 60))
+    if seed % 3 == 0:
+        A = rng.standard_normal((N, N))
+        A *= 0.95 / max(abs(np.linalg.eigvals(A)))
+    elif seed % 3 == 1:  # clustered eigenvalues: the counts of prefixes disagree
+        A = np.diag(0.5 + 10.0 ** rng.uniform(-16, -3) * np.arange(N))
+    else:
+        A = np.diag(rng.uniform(-0.3, 0.3, N))
+    B, C = rng.standard_normal((N, d)), rng.standard_normal((p, N))
+    assert lag_span_dimension(A, B, C, n) == _brute_running_count(A, B, C, n)
+
+
+def test_a_count_that_only_a_short_prefix_reaches_is_found_quickly():
+    """diag(0.5, 0.5 + 1e-12): the long matrix counts 1 (its threshold grows with n), short prefixes count 2."""
+    A, I = np.diag([0.5, 0.5 + 1e-12]), np.eye(2)
+    start = time.perf_counter()
+    k = lag_span_dimension(A, I, I, 4096)
+    elapsed = time.perf_counter() - start
+    assert k == _brute_running_count(A, I, I, 512) == 2
+    assert elapsed < 0.5, f"{elapsed:.3f} s: the prefix search should need O(log n) SVDs, not n"

@@ -204,21 +204,45 @@ def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol) -> int:
 def _running_count(G: np.ndarray, p: int, d: int, rtol, cap: int) -> int:
     """``min(cap, max over l <= n of the count of G[:, :l])`` for ``G`` of shape (p*d, n).
 
-    The full matrix is counted first; prefixes are visited only when they could
-    change the answer (a prefix of ``l`` columns counts at most ``l``).
+    The full matrix is counted first. Other prefixes are searched by bisection
+    over intervals of lengths ``[a, b]``, pruned by interlacing: adding columns
+    never lowers a singular value, so for ``a <= l <= b`` every
+    ``s_i(G_l) <= s_i(G_b)`` and the threshold ``tol(l) s_1(G_l) >= tol(a) s_1(G_a)``;
+    an interval whose bound ``#{i : s_i(G_b) > tol(a) s_1(G_a)}`` cannot beat the
+    best count so far is skipped. The answer is the exact maximum over all
+    prefixes, usually after ``O(log n)`` SVDs.
     """
     n = G.shape[1]
-    best = _prefix_count(G, n, p, d, rtol)
+    cache: dict[int, np.ndarray] = {}
+
+    def svals(length: int) -> np.ndarray:
+        if length not in cache:
+            cache[length] = np.linalg.svd(G[:, :length], compute_uv=False)
+        return cache[length]
+
+    def tol(length: int) -> float:
+        return _check_rtol(rtol, default_rtol(length, p, d))
+
+    best = _rank_from(svals(n), tol(n))
     if best >= cap:
         return cap
     if best == 0:
         return 0  # the largest singular value is 0: every lag is zero
-    for length in range(best + 1, n):
-        if best >= min(length, p * d):
+    intervals = [(1, n)]
+    while intervals:
+        a, b = intervals.pop()
+        if min(b, p * d) <= best:
+            continue  # a prefix of l columns counts at most min(l, pd)
+        sa, sb = svals(a), svals(b)
+        bound = int(np.count_nonzero(sb > tol(a) * sa[0])) if sa[0] > 0 else int(np.count_nonzero(sb > 0))
+        if bound <= best:
             continue
-        best = max(best, _prefix_count(G, length, p, d, rtol))
+        best = max(best, _rank_from(sa, tol(a)), _rank_from(sb, tol(b)))
         if best >= cap:
             return cap
+        if b - a > 1:
+            mid = (a + b) // 2
+            intervals += [(a, mid), (mid, b)]
     return best
 
 
