@@ -424,57 +424,8 @@ KNOWN: dict = {
                                  "with a ValueError naming lr, or stop and say the run diverged",
     ("fit_heads", "final_lr", "huge"): f"{_HEADS}: fit_heads(final_lr=1e155) returns infinite expected_errors; "
                                        "bound final_lr with a ValueError naming it",
-    ("jacobian", "X", "huge"): f"{_GRAD}: jacobian(softmax attention, X * 1e155) is all NaN; compute the softmax "
-                               "scale-safely (as MultiHeadAttention._weights does) or reject X naming the scale",
-    ("jacobian_row", "X", "huge"): f"{_GRAD}: jacobian_row(attention, X * 1e155) is all NaN; as for jacobian",
-    ("train_diagonal_ssm", "n", "huge"): f"{_GRAD}: train_diagonal_ssm(n=10**7) hangs; " + _WORK.format("n"),
-    ("train_diagonal_ssm", "modes", "huge"): f"{_GRAD}: train_diagonal_ssm(modes=10**7) hangs; "
-                                             + _WORK.format("modes"),
-    ("train_diagonal_ssm", "steps", "huge"): f"{_GRAD}: train_diagonal_ssm(steps=10**7) hangs; "
-                                             + _WORK.format("steps"),
-    ("train_diagonal_ssm", "lr", "huge"): f"{_GRAD}: train_diagonal_ssm(lr=1e155) returns NaN; bound lr or stop "
-                                          "with a ValueError naming lr when the loss stops being finite",
-    ("delay_task_sweep", "Ls", "*"): f"{_GRAD}: delay_task_sweep(Ls=None / 'x') says 'NoneType object is not "
-                                     "iterable' / 'L must ...'; validate Ls as a sequence and name Ls",
-    ("delay_task_sweep", "radii", "*"): f"{_GRAD}: delay_task_sweep(radii=...) names 'radius'; validate radii "
-                                        "and name radii",
-    ("delay_task_sweep", "seeds", "*"): f"{_GRAD}: delay_task_sweep(seeds=...) names 'seed'; validate seeds "
-                                        "and name seeds",
-    ("delay_task_sweep", "n", "huge"): f"{_GRAD}: delay_task_sweep(n=10**7) hangs; " + _WORK.format("n"),
-    ("delay_task_sweep", "modes", "huge"): f"{_GRAD}: delay_task_sweep(modes=10**7) raises MemoryError; "
-                                           + _WORK.format("modes"),
-    ("delay_task_sweep", "steps", "huge"): f"{_GRAD}: delay_task_sweep(steps=10**7) hangs; "
-                                           + _WORK.format("steps"),
-    ("delay_task_sweep", "lr", "huge"): f"{_GRAD}: delay_task_sweep(lr=1e155) returns NaN; bound lr",
-    ("recall_loss", "values", "empty-last"): f"{_GRAD}: recall_loss with d_v = 0 raises ZeroDivisionError; "
-                                             "reject d_v = 0 naming values",
-    ("recall_loss", "values", "huge"): f"{_GRAD}: recall_loss(values * 1e155) returns a NaN loss; scale-safe "
-                                       "squares or reject values naming the scale",
-    ("recall_loss", "values", "tiny"): f"{_GRAD}: recall_loss(values * 1e-300) raises ZeroDivisionError; "
-                                       "scale-safe normalisation",
-    ("recall_loss", "keys", "empty-first"): f"{_GRAD}: a keys/queries batch mismatch is reported as 'queries "
-                                            "must have shape (B, d_k) = (0, 3)'; name keys (the message should "
-                                            "say B comes from keys)",
-    ("recall_loss", "keys", "shape-first"): f"{_GRAD}: batch mismatch blames queries; name keys too",
-    **{("recall_eval", "distances", label): f"{_GRAD}: recall_eval validates each entry as 'distance' (or "
-                                            "iterates None); name distances and accept only a 1-d sequence of ints"
-       for label in ("None", "str", "float", "negative", "2d")},
     ("optimal_heads", "H", "huge"): f"{_HEADS}: optimal_heads(H=10**7) takes about 10 s; cap H at min(p*d, n) "
                                     "before allocating (later heads are zero) or " + _WORK.format("H"),
-    ("delay_task_loss", "n", "huge"): f"{_GRAD}: delay_task_loss(n=10**7) takes about 10 s; "
-                                      + _WORK.format("n"),
-    ("recall_eval", "batch", "huge"): f"{_GRAD}: recall_eval(batch=10**7) raises MemoryError; "
-                                      + _WORK.format("batch"),
-    ("train_recall_head", "n", "huge"): f"{_GRAD}: train_recall_head(n=10**7) raises MemoryError; "
-                                        + _WORK.format("n"),
-    ("train_recall_head", "steps", "huge"): f"{_GRAD}: train_recall_head(steps=10**7) hangs; "
-                                            + _WORK.format("steps"),
-    ("train_recall_head", "batch", "huge"): f"{_GRAD}: MemoryError (1.79 GiB); " + _WORK.format("batch"),
-    ("train_recall_head", "d_k", "huge"): f"{_GRAD}: MemoryError (728 TiB); " + _WORK.format("d_k"),
-    ("train_recall_head", "d_v", "huge"): f"{_GRAD}: MemoryError (1.79 GiB); " + _WORK.format("d_v"),
-    ("operator_explorer_figure", "n", "huge"): "lib/ssmheads/widgets/ch1.py: operator_explorer_figure(n=10**7) "
-                                               "is refused by the layer naming X, not n; check n against a "
-                                               "maximum (the slider's) first and name n",
     ("head_explorer_figure", "H", "huge"): "lib/ssmheads/widgets/ch3.py: head_explorer_figure(H=10**7) raises "
                                            "MemoryError; cap H at the slider's maximum with a ValueError naming H",
 }

@@ -674,3 +674,41 @@ def test_decay_bound_rejects_bad_lags(lags):
 def test_decay_bound_checks_the_system_shapes():
     with pytest.raises(ValueError, match=r"B has shape \(3, 2\), but axis 0 must be 2"):
         decay_bound(0.5 * np.eye(2), np.ones((3, 2)), np.ones((2, 2)), np.arange(3))
+
+
+# ------------------------------------------------------------ scale-safe attention Jacobians (issue 11)
+
+
+@pytest.mark.parametrize("H, causal", [(1, True), (2, False), (4, True)])
+@pytest.mark.parametrize("scale", [1e3, 1e10, 1e100, 1e155])
+def test_attention_jacobian_of_a_saturated_softmax_is_the_value_path(H, causal, scale):
+    """On a huge input every head puts weight exactly 1 on one key, so the key and query paths
+    a_ij (P_j - O_i) vanish and J = sum_h alpha_h V_h; the Jacobian must be that, and finite, not
+    NaN (overflowed scores) or the rounding error of two huge terms (wrong from |X| near 1e10)."""
+    mha = random_attention(H, 2, p=2, d_k=3, d_v=2, seed=7 + H, causal=causal)
+    X = rng(3).standard_normal((6, 2)) * scale
+    alpha = mha.coefficients(X)
+    assert set(np.unique(alpha)) == {0.0, 1.0}
+    J = jacobian(mha, X)
+    np.testing.assert_array_equal(J, np.tensordot(alpha, mha.value_maps(), axes=(0, 0)))
+    np.testing.assert_array_equal(jacobian_row(mha, X, 2), J[2])
+
+
+def test_attention_jacobian_at_a_large_scale_still_matches_finite_differences():
+    """Sharp but not saturated attention (weights from 1e-70 up, five of them in (0.01, 0.99)): the key
+    and query paths matter (J is far from the value path) and still match finite differences."""
+    mha = random_attention(2, 3, seed=21, scale=1.0)
+    X = rng(22).standard_normal((5, 3)) * 4.0
+    alpha = mha.coefficients(X)
+    assert np.min(alpha[alpha > 0]) < 1e-60 and np.sum((alpha > 0.01) & (alpha < 0.99)) >= 4
+    J = jacobian(mha, X)
+    assert rel_gap(J, np.tensordot(alpha, mha.value_maps(), axes=(0, 0))) > 0.2
+    assert rel_gap(J, finite_difference_jacobian(mha.forward, X, eps=1e-6)) <= FD_TOL
+
+
+def test_attention_jacobian_refuses_inputs_whose_queries_overflow_naming_X():
+    base = random_attention(2, 3, seed=1)
+    mha = MultiHeadAttention(base.W_Q * 1e10, base.W_K, base.W_V, base.W_O)
+    X = rng(2).standard_normal((4, 3)) * 1e300  # finite, but W_Q x is about 1e310
+    with pytest.raises(ValueError, match=r"^X is too large for this layer: its queries and keys overflow"):
+        jacobian(mha, X)

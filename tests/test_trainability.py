@@ -149,7 +149,7 @@ def test_train_diagonal_ssm_rejects_bad_arguments(kwargs, match):
 def test_sweep_rejects_empty_grids_and_bad_delays():
     with pytest.raises(ValueError, match="at least one value"):
         delay_task_sweep([], 10, [(0, 0.5)], [0])
-    with pytest.raises(ValueError, match="L must be smaller than n"):
+    with pytest.raises(ValueError, match=r"Ls must be a 1-d sequence of delays in \[0, n\) \(\[0, 9\]\); got the entry 10"):
         delay_task_sweep([10], 10, [(0, 0.5)], [0])
 
 
@@ -267,7 +267,8 @@ def test_recall_eval_rejects_bad_arguments():
     r = train_recall_head(8, steps=1)
     with pytest.raises(ValueError, match="result must be a RecallResult"):
         recall_eval("head", [1])
-    with pytest.raises(ValueError, match=r"distances must lie in \[1, n\]"):
+    with pytest.raises(ValueError, match=r"distances must be a 1-d sequence of distances in \[1, n\] \(\[1, 8\]\); "
+                                         r"got the entry 9"):
         recall_eval(r, [9])
 
 
@@ -299,3 +300,127 @@ def test_content_only_head_has_no_bias_and_extrapolates_in_distance():
     # scores are content only: the loss at a distance never seen in training equals the one
     # at a seen distance on the same sequences, up to which pair is the match (a relabelling)
     assert abs(losses[2] - losses[0]) < 0.05
+
+
+# ------------------------------------------------------------ guards: names, sizes, work, scale (issue 11)
+
+
+@pytest.mark.parametrize("name, bad", [
+    ("Ls", None), ("Ls", "x"), ("Ls", [2.0]), ("Ls", [True]), ("Ls", np.zeros((1, 1), dtype=int)), ("Ls", [-1]),
+    ("radii", None), ("radii", "x"), ("radii", [(0.5, 0.4)]), ("radii", [0.5]), ("radii", 3),
+    ("seeds", None), ("seeds", "x"), ("seeds", [-1]), ("seeds", [0.5]), ("seeds", [[0]]),
+])
+def test_sweep_names_the_grid_argument_that_is_wrong(name, bad):
+    kwargs = dict(Ls=[2], n=8, radii=[(0.9, 0.99)], seeds=[0], modes=2, steps=2)
+    kwargs[name] = bad
+    with pytest.raises(ValueError, match=rf"^{name} must be a"):
+        delay_task_sweep(**kwargs)
+
+
+def test_sweep_accepts_ranges_and_integer_arrays():
+    a = delay_task_sweep(np.array([2, 3]), 8, ((0.9, 0.99),), range(2), modes=2, steps=2)
+    b = delay_task_sweep([2, 3], 8, [(0.9, 0.99)], [0, 1], modes=2, steps=2)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: train_diagonal_ssm(2, 10**7, modes=2, steps=2), r"n = 10000000, modes = 2 would make"),
+    (lambda: train_diagonal_ssm(2, 8, modes=10**7, steps=2), r"n = 8, modes = 10000000 would make"),
+    (lambda: train_diagonal_ssm(2, 8, modes=2, steps=10**7), r"steps = 10000000 with n = 8, modes = 2 would take"),
+    (lambda: delay_task_sweep([2], 10**7, [(0.9, 0.99)], [0], modes=2, steps=2), r"n = 10000000, modes = 2"),
+    (lambda: delay_task_sweep([2], 8, [(0.9, 0.99)], range(3), modes=2, steps=10**7),
+     r"steps = 10000000 with n = 8, modes = 2 and 3 runs"),
+    (lambda: delay_task_loss(np.zeros(2), np.zeros(2), np.ones((2, 2)), np.ones((2, 2)), 2, 10**7),
+     r"n = 10000000, modes = 2 would make"),
+    (lambda: train_recall_head(10**7, steps=2, batch=4, d_k=4, d_v=2), r"n = 10000000"),
+    (lambda: train_recall_head(6, steps=2, batch=10**7, d_k=4, d_v=2), r"batch = 10000000"),
+    (lambda: train_recall_head(6, steps=2, batch=4, d_k=10**7, d_v=2), r"d_k = 10000000"),
+    (lambda: train_recall_head(6, steps=2, batch=4, d_k=4, d_v=10**7), r"d_v = 10000000"),
+    (lambda: train_recall_head(6, steps=10**7, batch=4, d_k=4, d_v=2), r"steps = 10000000 with batch = 4"),
+])
+def test_oversized_training_is_refused_before_it_starts_naming_the_sizes(call, names):
+    """Each refusal comes at once (no allocation, no step taken) and says which sizes set the cost."""
+    with pytest.raises(ValueError, match=names) as info:
+        call()
+    assert "GiB" in str(info.value) or "entry-steps" in str(info.value)
+
+
+def test_recall_eval_refuses_a_huge_batch_naming_it():
+    r = train_recall_head(6, steps=1, batch=4, d_k=4, d_v=2)
+    with pytest.raises(ValueError, match=r"batch = 10000000, n = 6, d_k = 4 would make the keys of one batch"):
+        recall_eval(r, [1, 2], batch=10**7)
+
+
+@pytest.mark.parametrize("bad", [None, "x", np.array([0.5, 1.5]), np.array([-1]), np.zeros((2, 2), dtype=int),
+                                 [0], [7], [True], 3])
+def test_recall_eval_validates_distances_by_that_name(bad):
+    r = train_recall_head(6, steps=1, batch=4, d_k=4, d_v=2)
+    with pytest.raises(ValueError, match=r"^distances must be a 1-d sequence of distances in \[1, n\] \(\[1, 6\]\)"):
+        recall_eval(r, bad)
+
+
+def test_recall_eval_accepts_integer_arrays_and_ranges():
+    r = train_recall_head(6, steps=1, batch=4, d_k=4, d_v=2)
+    a = recall_eval(r, np.array([1, 6]), batch=8)
+    b = recall_eval(r, range(1, 7, 5), batch=8)
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda lr: train_diagonal_ssm(2, 8, modes=2, steps=2, lr=lr),
+    lambda lr: delay_task_sweep([2], 8, [(0.9, 0.99)], [0], modes=2, steps=2, lr=lr),
+    lambda lr: train_recall_head(6, steps=2, batch=4, d_k=4, d_v=2, lr=lr),
+])
+@pytest.mark.parametrize("lr", [1.5, 1e155])
+def test_learning_rates_above_one_are_refused(call, lr):
+    with pytest.raises(ValueError, match=r"^lr must be at most 1: Adam moves each parameter by about lr"):
+        call(lr)
+
+
+def test_largest_learning_rate_is_accepted_and_stays_finite():
+    run = train_diagonal_ssm(2, 8, modes=2, steps=50, lr=1.0)
+    assert np.all(np.isfinite(run.losses)) and np.all(np.isfinite(run.kernel))
+
+
+def test_a_diverging_run_stops_with_an_error_naming_lr(monkeypatch):
+    """If the loss stops being finite, the trainer says so instead of returning NaN."""
+    import ssmheads.gradients as g
+    monkeypatch.setattr(g, "_MAX_LR", 1e300)
+    with pytest.raises(ValueError, match=r"the training diverged: the loss is not finite after step \d+ "
+                                         r"with lr = 1e\+155; use a smaller lr"):
+        train_diagonal_ssm(2, 8, modes=2, steps=5, lr=1e155)
+
+
+def _recall_case(seed=0, B=3, n=5, d_k=3, d_v=2):
+    r = np.random.default_rng(seed)
+    return (r.standard_normal((d_k, d_k)), r.standard_normal(n), r.standard_normal((B, d_k)),
+            r.standard_normal((B, n, d_k)), r.standard_normal((B, n, d_v)), r.integers(0, n, B))
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-300, 2.0**600, 3.0])
+def test_recall_loss_does_not_depend_on_the_scale_of_the_values(scale):
+    """Loss and gradient are homogeneous of degree 0 in the values: huge or tiny values give the same answer."""
+    W, bias, q, k, v, match = _recall_case()
+    loss, grads, weight = recall_loss(W, bias, q, k, v, match)
+    loss_s, grads_s, weight_s = recall_loss(W, bias, q, k, v * scale, match)
+    assert abs(loss_s - loss) <= 1e-13 * loss
+    for key in ("W", "bias"):
+        np.testing.assert_allclose(grads_s[key], grads[key], rtol=1e-12, atol=1e-14 * np.abs(grads[key]).max())
+    np.testing.assert_array_equal(weight_s, weight)
+
+
+def test_recall_loss_rejects_empty_values_and_zero_targets():
+    W, bias, q, k, v, match = _recall_case()
+    with pytest.raises(ValueError, match=r"values has shape \(3, 5, 0\); the value width d_v must be at least 1"):
+        recall_loss(W, bias, q, k, v[..., :0], match)
+    with pytest.raises(ValueError, match="values must not vanish on every matching pair"):
+        recall_loss(W, bias, q, k, np.zeros_like(v), match)
+
+
+def test_recall_loss_names_keys_in_a_batch_mismatch():
+    W, bias, q, k, v, match = _recall_case()
+    with pytest.raises(ValueError, match=r"keys has shape \(0, 5, 3\); the batch size B must be at least 1"):
+        recall_loss(W, bias, q, k[:0], v, match)
+    with pytest.raises(ValueError, match=r"queries must have shape \(B, d_k\) = \(2, 3\), with B and d_k "
+                                         r"from keys of shape \(2, 5, 3\); got \(3, 3\)"):
+        recall_loss(W, bias, q, k[:2], v, match)

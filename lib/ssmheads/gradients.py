@@ -27,7 +27,7 @@ import numpy as np
 EPS = float(np.finfo(float).eps)
 _GELFAND_MAX_LAG = 100_000  # powers gelfand_constant forms at most, unless max_lag truncates
 
-from ._validate import as_array, check_allocation, check_positive_int, check_size
+from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_size
 from .heads import FactorizedHeads, SoftmaxSinkHeads
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system
 
@@ -64,48 +64,61 @@ def _check_model(model) -> None:
                          f"PositionwiseLinear, FactorizedHeads or SoftmaxSinkHeads; got {type(model).__name__}")
 
 
-def _row_weights(q: np.ndarray, k: np.ndarray, rows: np.ndarray, causal: bool, scale: float) -> np.ndarray:
-    """Softmax weights of the query rows only, shape (r, n): O(r n) memory, not O(n^2)."""
-    scores = (q @ k.T) * scale
-    if causal:
-        scores = np.where(np.arange(k.shape[0])[None, :] <= rows[:, None], scores, -np.inf)
-    scores -= scores.max(axis=1, keepdims=True)
-    e = np.exp(scores)
-    return e / e.sum(axis=1, keepdims=True)
+def _unit(arr: np.ndarray) -> tuple[np.ndarray, float]:
+    """``arr / s`` and ``s``, with ``s`` the power of two nearest ``max |arr|`` (1 for a zero array).
+
+    Dividing by a power of two is exact (short of underflow), so only the overflow is removed."""
+    top = float(np.max(np.abs(arr))) if arr.size else 0.0
+    s = float(2.0 ** np.round(np.log2(top))) if top > 0 else 1.0
+    return arr / s, s
+
+
+def _times(arr: np.ndarray, s: float) -> np.ndarray:
+    """``arr * s``, where exact zeros stay zero even if ``s`` has overflowed to infinity."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(arr == 0, 0.0, arr * s)
 
 
 def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``d y_i / d x_j`` for the query positions ``rows`` and every key ``j``: shape (len(rows), n, p, d).
 
-    Per head, with ``P_j = W_O v_j``, ``O_i = W_O o_i``, ``g_i = W_K^T q_i / sqrt(d_k)``:
-    ``J[i, j] = sum_h a_ij (V_h + P_j g_i^T - O_i g_i^T)`` plus the query path on ``j = i``.
-    The three full-size terms are computed as matrix products batched over the query
-    rows, so the cost is a few passes over the ``(r, n, p, d)`` result.
+    Per head, with ``P_j = W_O v_j``, ``O_i = W_O o_i = sum_m a_im P_m``,
+    ``g_i = W_K^T q_i / sqrt(d_k)`` and ``f_m = W_Q^T k_m / sqrt(d_k)``:
+    ``J[i, j] = sum_h [a_ij V_h + a_ij (P_j - O_i) g_i^T]`` plus, on ``j = i``, the query
+    path ``sum_h sum_m a_im (P_m - O_i) f_m^T``.
+
+    Scale-safe: the weights come from ``MultiHeadAttention._weights`` (finite and exactly
+    0 or 1 when the scores overflow), and the paths are formed from the centred values
+    ``a_ij (P_j - O_i)`` with ``P``, ``g`` and ``f`` divided by powers of two (exact), the
+    scales applied last. A saturated head (weight 1 on one key, so ``O_i = P_j``) gives an
+    exact zero on its key and query paths, as it should, however large ``X`` is; forming
+    ``a P g^T`` and ``a O g^T`` separately would leave the rounding error of two huge
+    terms instead (of order ``eps |X|^2``, wrong already at ``|X|`` near 1e10).
     """
-    n, H, p, d = X.shape[0], mha.H, mha.p, mha.d
     r = rows.size
     scale = 1.0 / np.sqrt(mha.d_k)
-    V = mha.value_maps()  # (H, p, d)
-    a = np.empty((H, r, n))
-    P = np.einsum("hpd,nd->hnp", V, X)  # (H, n, p): W_O v_j = V_h x_j
-    g = np.empty((H, r, d))
-    hk = np.empty((H, n, d))
-    for h in range(H):
-        q, k = X[rows] @ mha.W_Q[h].T, X @ mha.W_K[h].T  # (r, d_k), (n, d_k)
-        a[h] = _row_weights(q, k, rows, mha.causal, scale)
-        g[h] = (q @ mha.W_K[h]) * scale  # W_K^T q_i / sqrt(d_k)
-        hk[h] = (k @ mha.W_Q[h]) * scale  # W_Q^T k_m / sqrt(d_k)
-    O = np.einsum("hrn,hnp->hrp", a, P)  # (H, r, p)
-    J = np.tensordot(a, V, axes=(0, 0))  # value path, (r, n, p, d)
-    # key path, first part: sum_h a_ij P_j g_i^T, batched over i as (n p, H) @ (H, d)
-    AP = (a[:, :, :, None] * P[:, None, :, :]).transpose(1, 2, 3, 0).reshape(r, n * p, H)
-    J += (AP @ g.transpose(1, 0, 2)).reshape(r, n, p, d)
-    # key path, second part: - sum_h a_ij O_i g_i^T, batched over i as (n, H) @ (H, p d)
-    Og = (O[:, :, :, None] * g[:, :, None, :]).transpose(1, 0, 2, 3).reshape(r, H, p * d)
-    J -= (a.transpose(1, 2, 0) @ Og).reshape(r, n, p, d)
-    # query path, on j == i only: sum_h sum_m a_im (P_m - O_i) hk_m^T
-    query = np.einsum("hrm,hmp,hmd->rpd", a, P, hk) - np.einsum("hrp,hrd->rpd", O, np.einsum("hrm,hmd->hrd", a, hk))
-    J[np.arange(r), rows] += query
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        Q, K = mha._queries_keys(X)  # (H, n, d_k)
+        if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(K))):
+            raise ValueError(f"X is too large for this layer: its queries and keys overflow the largest "
+                             f"float (max |X| = {np.max(np.abs(X)):.3e}); rescale X")
+        a = mha._weights(Q, K, rows)  # (H, r, n)
+        V = mha.value_maps()  # (H, p, d)
+        P, sP = _unit(np.einsum("hpd,nd->hnp", V, X))  # (H, n, p): W_O v_j = V_h x_j
+        g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)  # (H, r, d)
+        f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)  # (H, n, d)
+        O = np.einsum("hrn,hnp->hrp", a, P)  # (H, r, p)
+        D = a[:, :, :, None] * (P[:, None, :, :] - O[:, :, None, :])  # (H, r, n, p): a_ij (P_j - O_i)
+        J = np.tensordot(a, V, axes=(0, 0))  # value path, (r, n, p, d)
+        # key path sum_h a_ij (P_j - O_i) g_i^T, batched over i as (n p, H) @ (H, d)
+        key = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H) @ g.transpose(1, 0, 2)
+        J += _times(key.reshape(J.shape), sP * sg)
+        # query path, on j == i only
+        query = np.einsum("hrmp,hmd->rpd", D, f)
+        J[np.arange(r), rows] += _times(query, sP * sf)
+    if not np.all(np.isfinite(J)):
+        raise ValueError(f"X is too large for this layer: the Jacobian's key and query paths overflow the "
+                         f"largest float (max |X| = {np.max(np.abs(X)):.3e}); rescale X")
     return J
 
 
@@ -453,6 +466,16 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
 # ---------------------------------------------------------------- trainability with capacity held fixed
 
 _BETA1, _BETA2, _ADAM_EPS = 0.9, 0.999, 1e-8
+#: Largest learning rate the trainers accept. Adam moves each parameter by about ``lr`` per
+#: step whatever the gradient's size, so ``lr > 1`` (a step larger than the parameters' own
+#: scale: ``nu`` is a log-log radius, the weights are O(1)) only diverges.
+_MAX_LR = 1.0
+#: Work limit of one training call, in "entry-steps": ``(steps + 1) * (entries + _STEP_OVERHEAD)``
+#: with ``entries`` the size of one step's arrays (runs x n x modes for the diagonal SSM,
+#: batch x n x (d_k + d_v) for the recall head) and ``_STEP_OVERHEAD`` the fixed cost of a
+#: step in the same unit. 2e9 is about a minute on one core (the book's largest call is 7e7).
+_MAX_WORK = 2e9
+_STEP_OVERHEAD = 2000
 
 
 def _check_number(name: str, value, low: float = -np.inf, high: float = np.inf, what: str = "") -> float:
@@ -563,6 +586,7 @@ def delay_task_loss(nu, theta, b, c, L: int, n: int):
     """
     nu, theta, b, c = _check_diagonal(nu, theta, b, c)
     n, L = _check_delay(L, n)
+    _check_diagonal_size(1, n, nu.shape[0])
     loss, _, (gnu, gth, gb, gc) = _delay_loss_grad(nu[None], theta[None], b[None], c[None], np.array([L]), n)
     return float(loss[0]), {"nu": gnu[0], "theta": gth[0], "b": _pairs(gb[0]), "c": _pairs(gc[0])}
 
@@ -573,6 +597,45 @@ def _check_delay(L, n):
     if L >= n:
         raise ValueError(f"L must be smaller than n = {n}; got {L}")
     return n, L
+
+
+def _check_ints(name: str, value, low: int, high: int | None, what: str) -> list[int]:
+    """``value`` as a list of ints in ``[low, high]`` (``high=None``: no upper end), or a ValueError naming it.
+
+    Accepts a 1-d sequence (list, tuple, range, 1-d integer array); refuses None, strings,
+    booleans, floats and nested sequences."""
+    span = f"[{low}, {high}]" if high is not None else f">= {low}"
+    expected = f"{name} must be a 1-d sequence of {what} ({span})"
+    if value is None or isinstance(value, (str, bytes)) or (isinstance(value, np.ndarray) and value.ndim != 1):
+        raise ValueError(f"{expected}; got {value!r}")
+    try:
+        items = list(value)
+    except TypeError:
+        raise ValueError(f"{expected}; got {type(value).__name__}") from None
+    out = []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)) or item < low \
+                or (high is not None and item > high):
+            raise ValueError(f"{expected}; got the entry {item!r}")
+        out.append(int(item))
+    return out
+
+
+def _check_radius_list(radii) -> list[tuple[float, float]]:
+    expected = "radii must be a sequence of pairs (low, high) with 0 <= low < high < 1"
+    if radii is None or isinstance(radii, (str, bytes)):
+        raise ValueError(f"{expected}; got {radii!r}")
+    try:
+        items = list(radii)
+    except TypeError:
+        raise ValueError(f"{expected}; got {type(radii).__name__}") from None
+    out = []
+    for item in items:
+        try:
+            out.append(_check_radius(item))
+        except ValueError:
+            raise ValueError(f"{expected}; got the entry {item!r}") from None
+    return out
 
 
 def _check_radius(radius) -> tuple[float, float]:
@@ -622,10 +685,15 @@ def _train_diagonal_batch(Ls, n, modes, radii, seeds, steps, lr):
     m1 = [np.zeros_like(p) for p in params]
     m2 = [np.zeros_like(p) for p in params]
     losses = np.empty((len(Ls), steps + 1))
-    for t in range(steps):
-        losses[:, t], _, grads = _delay_loss_grad(*params, Ls, n)
-        _adam_step(params, grads, m1, m2, t + 1, lr)
-    losses[:, steps], K, _ = _delay_loss_grad(*params, Ls, n)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for t in range(steps):
+            losses[:, t], _, grads = _delay_loss_grad(*params, Ls, n)
+            if not np.all(np.isfinite(losses[:, t])):
+                raise _diverged(t, lr)
+            _adam_step(params, grads, m1, m2, t + 1, lr)
+        losses[:, steps], K, _ = _delay_loss_grad(*params, Ls, n)
+    if not (np.all(np.isfinite(losses[:, steps])) and np.all(np.isfinite(K))):
+        raise _diverged(steps, lr)
     return losses, K, params
 
 
@@ -660,8 +728,38 @@ class DiagonalSSMResult:
 def _check_training(steps, lr, modes):
     steps = check_positive_int("steps", steps)
     lr = _check_number("lr", lr, 0.0, np.inf, " > 0")
+    if lr > _MAX_LR:
+        raise ValueError(f"lr must be at most {_MAX_LR:g}: Adam moves each parameter by about lr per step, "
+                         f"and a step larger than the parameters' own scale only diverges; got {lr!r}")
     modes = check_positive_int("modes", modes)
     return steps, lr, modes
+
+
+def _check_work(rounds: int, entries: int, sizes: str, instead: str) -> None:
+    """Refuse a call above :data:`_MAX_WORK` entry-steps: ``rounds`` evaluations of ``entries`` each.
+
+    ``sizes`` names the arguments that set the work, with their values."""
+    work = rounds * (float(entries) + _STEP_OVERHEAD)
+    if work > _MAX_WORK:
+        raise ValueError(f"{sizes} would take about {work:.1e} entry-steps of work ({rounds} evaluations of "
+                         f"{entries} entries, plus {_STEP_OVERHEAD} each for the fixed cost), above the limit "
+                         f"of {_MAX_WORK:.1e} (about a minute); {instead}")
+
+
+def _check_diagonal_size(runs: int, n: int, modes: int, steps: int | None = None) -> None:
+    """Memory and work guards of the diagonal-SSM loss: arrays of shape (runs, n, modes), complex."""
+    sizes = f"n = {n}, modes = {modes}" + (f" and {runs} runs" if runs > 1 else "")
+    check_allocation(sizes, (runs, n, modes),
+                     "the working arrays lambda_m^l of one loss evaluation (four complex arrays of this "
+                     "shape, counted together)", "use a smaller n or fewer modes", itemsize=64)
+    if steps is not None:
+        _check_work(steps + 1, runs * n * modes, f"steps = {steps} with {sizes}",
+                    "use fewer steps, a smaller n or fewer modes")
+
+
+def _diverged(t: int, lr: float):
+    return ValueError(f"the training diverged: the loss is not finite after step {t} with lr = {lr!r}; "
+                      "use a smaller lr")
 
 
 def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), steps: int = 500,
@@ -701,6 +799,7 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
     steps, lr, modes = _check_training(steps, lr, modes)
     radius = _check_radius(radius)
     seed = check_positive_int("seed", seed, minimum=0)
+    _check_diagonal_size(1, n, modes, steps)
     r0 = np.exp(-np.exp(_init_diagonal(modes, radius, seed)[0]))
     losses, K, (nu, theta, b, c) = _train_diagonal_batch([L], n, modes, [radius], [seed], steps, lr)
     return DiagonalSSMResult(losses[0], np.exp(-np.exp(nu[0])), r0, K[0], nu[0], theta[0], _pairs(b[0]), _pairs(c[0]))
@@ -730,12 +829,14 @@ def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500
         The final loss of each run.
     """
     n = check_positive_int("n", n)
-    Ls = [_check_delay(L, n)[1] for L in Ls]
-    radii = [_check_radius(r) for r in radii]
-    seeds = [check_positive_int("seed", s, minimum=0) for s in seeds]
+    Ls = _check_ints("Ls", Ls, 0, n - 1, "delays in [0, n)")
+    radii = _check_radius_list(radii)
+    seeds = _check_ints("seeds", seeds, 0, None, "seeds, integers >= 0")
     if not (Ls and radii and seeds):
-        raise ValueError("Ls, radii and seeds must each hold at least one value")
+        raise ValueError("Ls, radii and seeds must each hold at least one value; got "
+                         f"{len(Ls)}, {len(radii)} and {len(seeds)}")
     steps, lr, modes = _check_training(steps, lr, modes)
+    _check_diagonal_size(len(Ls) * len(radii) * len(seeds), n, modes, steps)
     grid = [(L, r, s) for L in Ls for r in radii for s in seeds]
     losses, _, _ = _train_diagonal_batch([g[0] for g in grid], n, modes, [g[1] for g in grid],
                                          [g[2] for g in grid], steps, lr)
@@ -777,20 +878,38 @@ def recall_loss(W, bias, queries, keys, values, match):
     W = as_array("W", W, 2, "(d_k, d_k)")
     keys = as_array("keys", keys, 3, "(B, n, d_k)")
     B, n, dk = keys.shape
+    check_nonempty("keys", keys, 0, "the batch size B")
+    check_nonempty("keys", keys, 1, "the number of pairs n")
     if W.shape != (dk, dk):
         raise ValueError(f"W must have shape (d_k, d_k) = ({dk}, {dk}) to match keys; got {W.shape}")
     bias = as_array("bias", bias, 1, "(n,)")
     check_size("bias", bias, 0, n, "n, the number of pairs in keys")
     queries = as_array("queries", queries, 2, "(B, d_k)")
     if queries.shape != (B, dk):
-        raise ValueError(f"queries must have shape (B, d_k) = ({B}, {dk}); got {queries.shape}")
+        raise ValueError(f"queries must have shape (B, d_k) = ({B}, {dk}), with B and d_k from keys of shape "
+                         f"{keys.shape}; got {queries.shape}")
     values = as_array("values", values, 3, "(B, n, d_v)")
     if values.shape[:2] != (B, n):
-        raise ValueError(f"values must have shape (B, n, d_v) with (B, n) = ({B}, {n}); got {values.shape}")
+        raise ValueError(f"values must have shape (B, n, d_v) with (B, n) = ({B}, {n}) from keys of shape "
+                         f"{keys.shape}; got {values.shape}")
+    check_nonempty("values", values, 2, "the value width d_v")
     match = np.asarray(match)
     if match.shape != (B,) or not np.issubdtype(match.dtype, np.integer) or np.any((match < 0) | (match >= n)):
         raise ValueError(f"match must be an integer array of shape ({B},) with entries in [0, {n}); got {match!r}")
-    loss, dW, dbias, weight = _recall_loss_grad(W, bias, queries, keys, values, match)
+    # The loss and the gradient are unchanged by a scale of the values (degree 0): divide them by
+    # the power of two nearest their largest entry (exact), so huge or tiny values neither overflow
+    # nor underflow in the squares.
+    values, _ = _unit(values)
+    with np.errstate(under="ignore"):
+        target_norm = float(np.sum(values[np.arange(B), match] ** 2))
+    if not target_norm > 0:
+        raise ValueError("values must not vanish on every matching pair (relative to the largest value, "
+                         "their squares sum to 0): the loss is normalised by sum_b ||v_{b, match_b}||^2")
+    with np.errstate(under="ignore"):
+        loss, dW, dbias, weight = _recall_loss_grad(W, bias, queries, keys, values, match)
+    if not (np.isfinite(loss) and np.all(np.isfinite(dW)) and np.all(np.isfinite(dbias))):
+        raise ValueError("queries, keys and W are too large together: the scores q^T W k overflow "
+                         "the largest float; rescale W, queries or keys")
     return loss, {"W": dW, "bias": dbias}, weight
 
 
@@ -849,6 +968,15 @@ class RecallResult:
     bias: np.ndarray
     grad_norm0: float
     d_v: int
+
+
+def _check_recall_size(batch: int, n: int, d_k: int, d_v: int) -> None:
+    """Memory guard of a recall batch: keys (batch, n, d_k), values (batch, n, d_v), W (d_k, d_k)."""
+    sizes = f"batch = {batch}, n = {n}, d_k = {d_k}"
+    check_allocation(sizes, (batch, n, d_k), "the keys of one batch", "use a smaller batch, n or d_k")
+    check_allocation(f"batch = {batch}, n = {n}, d_v = {d_v}", (batch, n, d_v), "the values of one batch",
+                     "use a smaller batch, n or d_v")
+    check_allocation(f"d_k = {d_k}", (d_k, d_k), "the content map W", "use a smaller d_k")
 
 
 def _check_position(position: str, slope) -> float:
@@ -912,7 +1040,12 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
         if max_distance > n:
             raise ValueError(f"max_distance must lie in [1, n] = [1, {n}]; got {max_distance}")
     tol = _check_number("tol", tol, 0.0, np.inf, " > 0")
-    rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
+    seed = check_positive_int("seed", seed, minimum=0)
+    _check_recall_size(batch, n, d_k, d_v)
+    _check_work(steps + 1, batch * n * (d_k + d_v), f"steps = {steps} with batch = {batch}, n = {n}, "
+                f"d_k = {d_k} and d_v = {d_v}",
+                "use fewer steps, a smaller batch, n, d_k or d_v")
+    rng = np.random.default_rng(seed)
     W = np.zeros((d_k, d_k))
     bias = -slope * np.arange(1, n + 1, dtype=float)
     params = [W, bias]
@@ -923,6 +1056,8 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     for t in range(steps + 1):
         loss, dW, dbias, _ = _recall_loss_grad(W, bias, *_recall_batch(rng, batch, n, d_k, d_v, distance,
                                                                                max_distance))
+        if not np.isfinite(loss):
+            raise _diverged(t, lr)
         losses[t] = loss
         if solved is None and loss < tol:
             solved = t
@@ -954,13 +1089,15 @@ def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1
     if not isinstance(result, RecallResult):
         raise ValueError(f"result must be a RecallResult from train_recall_head; got {type(result).__name__}")
     n, d_k = result.bias.shape[0], result.W.shape[0]
+    distances = _check_ints("distances", distances, 1, n, "distances in [1, n]")
     batch = check_positive_int("batch", batch)
     rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
+    _check_recall_size(batch, n, d_k, result.d_v)
+    _check_work(len(distances), batch * n * (d_k + result.d_v),
+                f"{len(distances)} distances with batch = {batch} and n = {n}",
+                "use fewer distances or a smaller batch")
     losses, weights = [], []
     for D in distances:
-        D = check_positive_int("distance", D)
-        if D > n:
-            raise ValueError(f"distances must lie in [1, n] = [1, {n}]; got {D}")
         loss, _, _, weight = _recall_loss_grad(result.W, result.bias, *_recall_batch(rng, batch, n, d_k, result.d_v, D))
         losses.append(loss)
         weights.append(float(weight.mean()))

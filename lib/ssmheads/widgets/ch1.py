@@ -10,6 +10,10 @@ from ..plotting import operator_heatmap
 from ..systems import GALLERY_NAMES, gallery
 from ._common import _explorer
 
+#: Largest ``n`` of :func:`operator_explorer_figure`: the heatmaps draw ``n x n`` blocks, and
+#: beyond 100 a block is narrower than about three pixels at the figure's size.
+MAX_N = 100
+
 
 def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int = 12, seed: int = 0):
     """A layer's operator on two different random inputs, side by side.
@@ -24,7 +28,7 @@ def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int =
     layer : str
         One of :data:`ssmheads.systems.GALLERY_NAMES`.
     n : int
-        Sequence length.
+        Sequence length, ``1 <= n <= MAX_N`` (100).
     seed : int
 
     Returns
@@ -34,6 +38,9 @@ def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int =
     if layer not in GALLERY_NAMES:
         raise ValueError(f"layer must be one of {list(GALLERY_NAMES)}; got {layer!r}")
     n = check_positive_int("n", n)
+    if n > MAX_N:
+        raise ValueError(f"n must be at most {MAX_N} for this figure (its heatmaps draw n x n blocks, and "
+                         f"beyond {MAX_N} a block is narrower than a few pixels); got {n}")
     seed = check_seed(seed)
     model = gallery(d=2, seed=seed)[layer]
     X1 = np.random.default_rng(seed + 100).standard_normal((n, 2))
