@@ -695,12 +695,12 @@ def test_attention_jacobian_of_a_saturated_softmax_is_the_value_path(H, causal, 
 
 
 def test_attention_jacobian_at_a_large_scale_still_matches_finite_differences():
-    """Sharp but not saturated attention (weights from 1e-70 up, five of them in (0.01, 0.99)): the key
-    and query paths matter (J is far from the value path) and still match finite differences."""
+    """Sharp but not saturated attention (weights from 1e-70 up, five of them in (0.01, 0.99); asserted:
+    at least two): the key and query paths matter (J is far from the value path) and still match finite differences."""
     mha = random_attention(2, 3, seed=21, scale=1.0)
     X = rng(22).standard_normal((5, 3)) * 4.0
     alpha = mha.coefficients(X)
-    assert np.min(alpha[alpha > 0]) < 1e-60 and np.sum((alpha > 0.01) & (alpha < 0.99)) >= 4
+    assert np.min(alpha[alpha > 0]) < 1e-60 and np.sum((alpha > 0.01) & (alpha < 0.99)) >= 2
     J = jacobian(mha, X)
     assert rel_gap(J, np.tensordot(alpha, mha.value_maps(), axes=(0, 0))) > 0.2
     assert rel_gap(J, finite_difference_jacobian(mha.forward, X, eps=1e-6)) <= FD_TOL

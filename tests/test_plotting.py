@@ -176,7 +176,8 @@ def test_explorer_figure_errors():
 def test_explorer_figure_caps_n_itself():
     """A huge n is refused by the figure, naming n, before any operator is built."""
     from ssmheads.widgets.ch1 import MAX_N
-    assert operator_explorer_figure("LTI SSM", n=MAX_N).get_suptitle() == "LTI SSM: the operator is the same for every input"
+    fig = operator_explorer_figure("LTI SSM", n=MAX_N)
+    assert fig.get_suptitle() == "LTI SSM: the operator is the same for every input"
     for bad in (MAX_N + 1, 10**7):
         with pytest.raises(ValueError, match=rf"^n must be at most {MAX_N} for this figure .*; got {bad}$"):
             operator_explorer_figure("softmax attention, 4 heads", n=bad)

@@ -149,7 +149,8 @@ def test_train_diagonal_ssm_rejects_bad_arguments(kwargs, match):
 def test_sweep_rejects_empty_grids_and_bad_delays():
     with pytest.raises(ValueError, match="at least one value"):
         delay_task_sweep([], 10, [(0, 0.5)], [0])
-    with pytest.raises(ValueError, match=r"Ls must be a 1-d sequence of delays in \[0, n\) \(\[0, 9\]\); got the entry 10"):
+    with pytest.raises(ValueError,
+                       match=r"Ls must be a 1-d sequence of delays in \[0, n\) \(\[0, 9\]\); got the entry 10"):
         delay_task_sweep([10], 10, [(0, 0.5)], [0])
 
 
