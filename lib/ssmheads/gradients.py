@@ -139,6 +139,12 @@ def jacobian(model, X) -> np.ndarray:
     Returns
     -------
     J : ndarray, shape (n, n, p, d)
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is so large that its queries or keys, or the key and query paths, overflow
+        (a saturated softmax at any finite scale is fine: its paths are exactly zero).
     """
     _check_model(model)
     X = model._input(X)
@@ -789,11 +795,20 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
         ``0 <= low < high < 1``: the range of the initial ``|lambda_m|``.
     steps : int
     lr : float
+        Adam's step size, ``0 < lr <= 1``.
     seed : int
 
     Returns
     -------
     DiagonalSSMResult
+
+    Raises
+    ------
+    ValueError
+        If ``lr > 1`` or the loss stops being finite (naming ``lr``).
+        If the run would take more than 2e9 entry-steps, ``(steps + 1) x (entries per step + 2000)``,
+        about a minute (the book's largest call is 7e7), or a step's arrays more than 1 GiB; the
+        message names the sizes that set the cost.
     """
     n, L = _check_delay(L, n)
     steps, lr, modes = _check_training(steps, lr, modes)
@@ -822,11 +837,18 @@ def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500
     seeds : sequence of int, length s
     modes, steps : int
     lr : float
+        Adam's step size, ``0 < lr <= 1``.
 
     Returns
     -------
     losses : ndarray, shape (a, b, s)
         The final loss of each run.
+
+    Raises
+    ------
+    ValueError
+        As :func:`train_diagonal_ssm`, for the whole grid (its runs are trained together), and
+        naming ``Ls``, ``radii`` or ``seeds`` when one is not a sequence of valid entries.
     """
     n = check_positive_int("n", n)
     Ls = _check_ints("Ls", Ls, 0, n - 1, "delays in [0, n)")
@@ -874,6 +896,12 @@ def recall_loss(W, bias, queries, keys, values, match):
         ``"W"`` (d_k, d_k) and ``"bias"`` (n,).
     weight : ndarray, shape (B,)
         The attention weight on the matching pair.
+
+    Raises
+    ------
+    ValueError
+        If the values vanish on every matching pair (the loss is scale-free in the values:
+        they are divided by a power of two near their largest entry first).
     """
     W = as_array("W", W, 2, "(d_k, d_k)")
     keys = as_array("keys", keys, 3, "(B, n, d_k)")
@@ -1006,6 +1034,7 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
         Number of key-value pairs that compete, ``n >= 2``.
     steps : int
     lr : float
+        Adam's step size, ``0 < lr <= 1``.
     batch, d_k, d_v : int
     position : {"learned", "alibi", "none"}
     slope : float
@@ -1023,6 +1052,14 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     Returns
     -------
     RecallResult
+
+    Raises
+    ------
+    ValueError
+        If ``lr > 1`` or the loss stops being finite (naming ``lr``).
+        If the run would take more than 2e9 entry-steps, ``(steps + 1) x (entries per step + 2000)``,
+        about a minute (the book's largest call is 7e7), or a step's arrays more than 1 GiB; the
+        message names the sizes that set the cost.
     """
     n = check_positive_int("n", n, minimum=2)
     steps, lr, _ = _check_training(steps, lr, 1)
@@ -1085,6 +1122,11 @@ def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1
     Returns
     -------
     losses, weights : ndarray, shape (len(distances),)
+
+    Raises
+    ------
+    ValueError
+        If a batch's keys or values would exceed 1 GiB, or the evaluation 2e9 entry-steps.
     """
     if not isinstance(result, RecallResult):
         raise ValueError(f"result must be a RecallResult from train_recall_head; got {type(result).__name__}")
