@@ -508,9 +508,9 @@ def test_stein_closed_form_equals_the_truncated_sum_of_lag_outer_products():
 
 def test_stationary_residual_rejects_unstable_or_bad_arguments():
     A, B, C = _system(rotation(1.0, 1.0))
-    with pytest.raises(ValueError, match="A must be stable .* got 1"):
+    with pytest.raises(ValueError, match="A must be stable .* spectral radius is 1 >= 1"):
         stationary_residual(A, B, C, 2)
-    with pytest.raises(ValueError, match="A must be stable .* got 1.1"):
+    with pytest.raises(ValueError, match="A must be stable .* spectral radius is 1.1 >= 1"):
         stationary_residual(1.1 * A, B, C, 2)
     with pytest.raises(ValueError, match="H_max must be an integer >= 0"):
         stationary_residual(0.5 * A, B, C, -1)

@@ -22,10 +22,10 @@ import numpy as np
 from scipy.linalg import solve_discrete_lyapunov
 from scipy.optimize import linprog
 
-from ._validate import as_array, check_nonempty, check_positive_int, check_seed, check_size
-from .models import _check_system, _Layer, lag_operators
+from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
+from .models import _check_system, _Layer, _spectral_radius, lag_operators
 from .operator import toeplitz_operator
-from .span import _check_rtol, _unvec, _vec, default_rtol, interaction_rank, span_basis
+from .span import _check_rtol, _rank_from, _unvec, _vec, default_rtol, span_basis
 
 __all__ = [
     "FactorizedHeads",
@@ -64,6 +64,51 @@ def _weights(weights, n: int) -> np.ndarray:
     if np.any(w <= 0):
         raise ValueError(f"weights must be positive; got minimum {float(w.min()):.3g}")
     return w
+
+
+def _binary_exponent(arr: np.ndarray) -> int:
+    """The exponent ``e`` with ``max|arr| = m 2^e``, ``1/2 <= m < 1`` (0 for an all-zero array).
+
+    Dividing by ``2^e`` (``np.ldexp(arr, -e)``) is exact, so quantities computed from the
+    scaled array and scaled back by a power of two are the same numbers, bit for bit, as
+    without scaling whenever neither overflows nor underflows; squares of the scaled array
+    cannot overflow, and its largest entry cannot underflow.
+    """
+    top = float(np.max(np.abs(arr))) if arr.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0.0 else 0
+
+
+def _scaled_back(values, exponent: int, names: str, what: str, reference: float | None = None) -> np.ndarray:
+    """``values * 2^exponent``, refusing a result that overflows or underflows.
+
+    Overflow is not infinity and underflow is not zero: a value that is not zero up to
+    rounding (at least ``eps * reference``, default ``eps * max|values|``) but becomes
+    infinite, zero or subnormal when scaled back is refused with a ``ValueError``.
+    ``names`` are the caller's arguments that set the scale; ``what`` describes the values.
+    """
+    values = np.asarray(values, dtype=float)
+    with np.errstate(over="ignore", under="ignore"):
+        out = np.ldexp(values, exponent)
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    verb = "is" if " " not in names else "are"
+    if not np.all(np.isfinite(out)):
+        raise ValueError(
+            f"{names} {verb} too large: {what} would be {top:.3g} x 2^{exponent}, beyond the largest float "
+            "(1.8e308); divide by the largest entry first (the result scales as its square, so it can be "
+            "scaled back by hand)")
+    significant = np.abs(values) >= np.finfo(float).eps * (top if reference is None else reference)
+    if np.any(significant & (np.abs(out) < np.finfo(float).tiny)):
+        raise ValueError(
+            f"{names} {verb} too small: {what} would be {float(np.min(np.abs(values[significant]))):.3g} x "
+            f"2^{exponent}, below the smallest normal float (2.2e-308), and would read as zero; divide by the "
+            "largest entry first (the result scales as its square, so it can be scaled back by hand)")
+    return out
+
+
+def _curve_length(H_max: int, full: int) -> None:
+    """Refuse a residual curve ``(H_max + 1,)`` above the allocation limit (it is zero from ``full`` on)."""
+    check_allocation("H_max", (H_max + 1,), "the residual curve",
+                     f"use H_max <= {full}: the residual is zero from H = {full} on")
 
 
 class FactorizedHeads(_Layer):
@@ -179,14 +224,51 @@ def optimal_heads(K, H: int, weights=None):
     H = _heads_count(H)
     n, p, d = K.shape
     w = _weights(weights, n)
-    G = _vec(K) * np.sqrt(w)  # (pd, n)
+    useful = min(p * d, n)
+    instead = f"use H <= min(p*d, n) = {useful}: later heads get zero value maps and coefficients"
+    check_allocation("H", (H, n), "the coefficients c_h(l)", instead)
+    check_allocation("H", (H, p, d), "the value maps V_h", instead)
+    G = _weighted_columns(K, w)
+    exponent = _binary_exponent(G)
+    coefficients, values, s, used = _best_heads(K, H, np.ldexp(G, -exponent))
+    residual = float(_scaled_back(np.sum(s[used:] ** 2), 2 * exponent, _names(weights),
+                                  "the residual sum of squares", reference=float(np.sum(s**2))))
+    return coefficients, values, residual
+
+
+def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
+    """Coefficients (H, n), value maps (H, p, d), the singular values of ``G`` and the heads used.
+
+    ``G`` is ``[sqrt(w_l) vec K_l]`` divided by a power of two (its SVD gives the value maps).
+    """
+    n, p, d = K.shape
     U, s, _ = np.linalg.svd(G, full_matrices=False)  # thin: U is pd x min(pd, n)
     used = min(H, U.shape[1])
     values = np.zeros((H, p, d))
     values[:used] = _unvec(U[:, :used], p, d)
-    coefficients = np.einsum("hpd,lpd->hl", values, K)
-    residual = float(np.sum(s[used:] ** 2))
-    return coefficients, values, residual
+    coefficients = np.zeros((H, n))
+    coefficients[:used] = np.einsum("hpd,lpd->hl", values[:used], K)
+    return coefficients, values, s, used
+
+
+def _rank(K: np.ndarray, rtol) -> int:
+    """``interaction_rank(K, rtol)``, computed on ``K`` divided by a power of two (names rtol, not mats)."""
+    tol = _check_rtol(rtol, default_rtol(*K.shape))
+    return _rank_from(np.linalg.svd(_vec(np.ldexp(K, -_binary_exponent(K))), compute_uv=False), tol)
+
+
+def _names(weights) -> str:
+    return "K" if weights is None else "K and weights"
+
+
+def _weighted_columns(K: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``G_w = [sqrt(w_l) vec K_l]``, shape (pd, n), refusing a product that overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = _vec(K) * np.sqrt(w)
+    if not np.all(np.isfinite(G)):
+        raise ValueError("K and weights are too large together: sqrt(w_l) K_l overflows the largest float "
+                         f"(max|K| = {float(np.max(np.abs(K))):.3g}, max w = {float(w.max()):.3g}); rescale them")
+    return G
 
 
 def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
@@ -205,10 +287,15 @@ def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
     """
     K = _lags(K)
     H_max = _heads_count(H_max, "H_max")
-    w = _weights(weights, K.shape[0])
-    s2 = np.linalg.svd(_vec(K) * np.sqrt(w), compute_uv=False) ** 2
+    n, p, d = K.shape
+    w = _weights(weights, n)
+    _curve_length(H_max, min(p * d, n))
+    G = _weighted_columns(K, w)
+    exponent = _binary_exponent(G)
+    s2 = np.linalg.svd(np.ldexp(G, -exponent), compute_uv=False) ** 2
     tails = np.concatenate([np.cumsum(s2[::-1])[::-1], [0.0]])  # tails[H] = sum_{r >= H} s2[r]
-    return np.array([tails[min(H, s2.size)] for H in range(H_max + 1)])
+    tails = _scaled_back(tails, 2 * exponent, _names(weights), "the residual with no heads, sum_r sigma_r^2,")
+    return tails[np.minimum(np.arange(H_max + 1), s2.size)]
 
 
 def white_noise_weights(n: int) -> np.ndarray:
@@ -244,8 +331,9 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
     K = lag_operators(A, B, C, n)
-    k = interaction_rank(K, rtol)
-    coefficients, values, _ = optimal_heads(K, k)
+    k = _rank(K, rtol)
+    G = _vec(K)
+    coefficients, values, _, _ = _best_heads(K, k, np.ldexp(G, -_binary_exponent(G)))
     return FactorizedHeads(coefficients, values)
 
 
@@ -254,7 +342,23 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
 
     ``(1/n) sum_{r>H} sigma_r(G_{n-l})^2`` tends to ``sum_{r>H} lambda_r(M_inf)`` with
     ``M_inf = sum_l vec K_l vec K_l^T = (B^T kron C) P (B kron C^T)``, where ``P`` solves
-    the Stein equation ``P = vec(I) vec(I)^T + (I kron A) P (I kron A)^T``.
+    the Stein equation ``P = vec(I) vec(I)^T + (I kron A) P (I kron A)^T`` on ``N^2 x N^2``
+    matrices.
+
+    That equation is not solved here: its cost is ``O(N^6)``. Instead, ``vec K_l`` is the
+    output ``(I_d kron C) x_l`` of the state ``x_l = vec(A^l B) = (I_d kron A)^l vec B`` of
+    size ``N d``, so ``M_inf = (I_d kron C) Q (I_d kron C)^T`` with ``Q = sum_l x_l x_l^T``,
+    the solution of the Stein equation of size ``N d``
+
+    ``Q = (I_d kron A) Q (I_d kron A)^T + vec(B) vec(B)^T``
+
+    (``scipy.linalg.solve_discrete_lyapunov``, ``O((N d)^3)``, followed by one step of
+    iterative refinement: solve again for the residual and add the correction, which gains
+    a factor of 5 to 40 in accuracy on non-normal ``A``). When ``p < d`` the same is
+    done for the transposes ``K_l^T = B^T (A^T)^l C^T`` (state size ``N p``): their
+    ``M`` is a permutation of ``M_inf`` and has the same eigenvalues. ``B`` and ``C`` are
+    first divided by powers of two (exact) and the tails scaled back, so their scale
+    cannot overflow the solve.
 
     Parameters
     ----------
@@ -267,20 +371,43 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
     Returns
     -------
     ndarray, shape (H_max + 1,)
+        Nonincreasing; zero from ``H = p d`` on.
+
+    Raises
+    ------
+    ValueError
+        If ``A`` has spectral radius ``>= 1`` (the message gives it), if the residual
+        overflows (``B`` and ``C`` too large), or if an array would exceed 1 GiB.
     """
     A, B, C, _ = _check_system(A, B, C)
     H_max = _heads_count(H_max, "H_max")
-    rho = float(np.max(np.abs(np.linalg.eigvals(A))))
+    N, d, p = A.shape[0], B.shape[1], C.shape[0]
+    _curve_length(H_max, p * d)
+    rho = _spectral_radius(A)
     if rho >= 1:
-        raise ValueError(f"A must be stable (spectral radius < 1) for the stationary limit; got {rho:.3g}")
-    N = A.shape[0]
-    vec_I = np.eye(N).reshape(-1, order="F")
-    IA = np.kron(np.eye(N), A)
-    P = solve_discrete_lyapunov(IA, np.outer(vec_I, vec_I))  # P = IA P IA^T + q
-    M = np.kron(B.T, C) @ P @ np.kron(B, C.T)
+        raise ValueError(f"A must be stable for the stationary limit, but its spectral radius is {rho:.4g} >= 1: "
+                         "the lags C A^l B do not decay and the error per position has no finite limit")
+    b_exp, c_exp = _binary_exponent(B), _binary_exponent(C)
+    Bs, Cs = np.ldexp(B, -b_exp), np.ldexp(C, -c_exp)
+    if d <= p:  # state vec(A^l B) of size N d, output (I_d kron C) x_l = vec K_l
+        step, start, out = A, Bs, Cs
+    else:  # state vec((A^T)^l C^T) of size N p, output (I_p kron B^T) x_l = vec K_l^T
+        step, start, out = A.T, Cs.T, Bs.T
+    r = start.shape[1]
+    instead = "use a smaller state size N or fewer inputs and outputs (min(p, d) sets the size N min(p, d))"
+    check_allocation("B and C", (N * r, N * r), "the Stein solution Q", instead)
+    check_allocation("B and C", (p * d, p * d), "the matrix M_inf", "use smaller p and d")
+    x0 = start.reshape(-1, order="F")  # vec(start), length N r
+    F, q = np.kron(np.eye(r), step), np.outer(x0, x0)
+    Q = solve_discrete_lyapunov(F, q)  # Q = F Q F^T + q
+    residual = q + F @ Q @ F.T - Q  # one step of iterative refinement (the equation is linear in Q)
+    Q = Q + solve_discrete_lyapunov(F, (residual + residual.T) / 2)
+    O = np.kron(np.eye(r), out)  # (p d, N r)
+    M = O @ Q @ O.T
     lam = np.clip(np.sort(np.linalg.eigvalsh((M + M.T) / 2))[::-1], 0.0, None)
     tails = np.concatenate([np.cumsum(lam[::-1])[::-1], [0.0]])
-    return np.array([tails[min(H, lam.size)] for H in range(H_max + 1)])
+    tails = _scaled_back(tails, 2 * (b_exp + c_exp), "B and C", "the stationary error with no heads")
+    return tails[np.minimum(np.arange(H_max + 1), lam.size)]
 
 
 # ---------------------------------------------------------------- training
@@ -363,7 +490,17 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
         if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
                 or not np.isfinite(value) or value <= 0):
             raise ValueError(f"{name} must be a positive number; got {value!r}")
+        if value > MAX_FIT_LR:
+            raise ValueError(f"{name} must be at most {MAX_FIT_LR:g}: Adam moves each parameter by about the "
+                             f"learning rate per step, and a step larger than the parameters' own scale only "
+                             f"diverges; got {value!r}")
+    top = float(np.max(np.abs(K)))
+    if top > MAX_FIT_SCALE:
+        raise ValueError(f"K must have entries of size at most {MAX_FIT_SCALE:.0e} for fit_heads (its squared "
+                         f"errors must stay finite); got max|K| = {top:.3g}: fit K / max|K| and multiply the "
+                         "trained coefficients by max|K|")
     n, p, d = K.shape
+    _check_fit_size(n, p, d, H, steps, batch)
     rng = np.random.default_rng(check_seed(seed))
     V = rng.standard_normal((H, p, d)) / np.sqrt(p * d)
     c = 0.1 * rng.standard_normal((H, n))
@@ -392,18 +529,65 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
             m2_hat = m2 / (1 - beta2 ** (step + 1))
             x -= rate * m1_hat / (np.sqrt(m2_hat) + eps)
     recorded.append(_expected_error(K, np.einsum("hl,hpd->lpd", c, V), w))
-    return FitResult(FactorizedHeads(c, V), losses, np.array(recorded), record_every)
+    recorded = np.array(recorded)
+    finite = np.isfinite(losses)
+    if not (finite.all() and np.all(np.isfinite(recorded)) and np.all(np.isfinite(c)) and np.all(np.isfinite(V))):
+        first = int(np.argmin(finite)) if not finite.all() else steps
+        raise ValueError(f"fit_heads diverged: the loss stopped being finite at step {first} of {steps}; use a "
+                         f"smaller lr (got {lr!r}) or final_lr (got {final_lr!r}), or rescale K "
+                         f"(max|K| = {top:.3g})")
+    return FitResult(FactorizedHeads(c, V), losses, recorded, record_every)
+
+
+#: Largest learning rate (``lr`` and ``final_lr``) that :func:`fit_heads` accepts: Adam moves
+#: each parameter by about ``lr`` per step whatever the gradient's size, and the parameters
+#: start at scale 0.1 (coefficients) and ``1/sqrt(pd)`` (value maps).
+MAX_FIT_LR = 1.0
+#: Largest ``max|K|`` that :func:`fit_heads` accepts: its losses are sums of about
+#: ``batch n^2 d p`` squares of entries of size ``max|K|`` times Gaussian factors, which stay
+#: far below the largest float (1.8e308) for entries up to ``1e100``. Fit ``K / max|K|`` and
+#: scale the coefficients back for larger ones.
+MAX_FIT_SCALE = 1e100
+#: Work limit of one :func:`fit_heads` call, in floating-point operations:
+#: ``steps * (4 batch n^2 d p + 8 H n p d + FIT_STEP_OVERHEAD)``, the two products with the
+#: shifted inputs, the head updates and the fixed cost of one step (about 0.1 ms here, counted
+#: as 2e5 operations). 1e11 is about a minute on one core; the book's largest call is 1e9.
+MAX_FIT_WORK = 1e11
+FIT_STEP_OVERHEAD = 2e5
+
+
+def _check_fit_size(n: int, p: int, d: int, H: int, steps: int, batch: int) -> None:
+    """Memory and work guards of :func:`fit_heads`, naming the argument that sets the size."""
+    instead = "use a smaller batch, or fewer lags n of K (the array grows like batch n^2 d)"
+    check_allocation("K" if n * n * d * 8.0 > 2**30 else "batch", (batch * n, n * d),
+                     "the shifted white-noise inputs of one step", instead)
+    check_allocation("H", (6, H, n + p * d), "the heads' parameters, gradients and Adam moments (six copies "
+                     "of c_h(l) and V_h)", f"use fewer heads: at most min(p*d, n) = {min(p * d, n)} can be useful")
+    terms = {"batch": 4.0 * batch * n * n * d * p, "H": 8.0 * H * n * p * d, "steps": FIT_STEP_OVERHEAD}
+    work = steps * sum(terms.values())
+    if work > MAX_FIT_WORK:
+        lead = max(terms, key=terms.get)
+        sizes = f"steps = {steps}, batch = {batch}, H = {H} and the n = {n} lags of K"
+        raise ValueError(f"{lead} is too large: {sizes} would take about "
+                         f"{work:.1e} floating-point operations, above the limit of {MAX_FIT_WORK:.0e} (about a "
+                         "minute); use fewer steps, a smaller batch or fewer heads")
 
 
 # ---------------------------------------------------------------- nonnegative and softmax heads
 
 def _nonzero_lags(K: np.ndarray, rtol: float | None):
-    """Coordinates of the lags in an orthonormal basis of their span, and which lags are nonzero."""
+    """Coordinates of the lags in an orthonormal basis of their span, and which lags are nonzero.
+
+    ``K`` must already be divided by a power of two (:func:`_binary_exponent`) so that its
+    squared norms neither overflow nor underflow (``1/4 <= max |K| < 1``): a lag of norm
+    ``1e155`` is not infinite and one of norm ``1e-300`` is not zero. The coordinates are
+    those of the scaled lags.
+    """
     n, p, d = K.shape
+    tol = _check_rtol(rtol, default_rtol(n, p, d))
     basis = span_basis(K, rtol)  # (k, p, d)
     coords = np.einsum("kpd,lpd->lk", basis, K)  # (n, k)
     norms = np.sqrt(np.einsum("lpd,lpd->l", K, K))
-    tol = _check_rtol(rtol, default_rtol(n, p, d))
     nonzero = norms > tol * max(float(norms.max()), np.finfo(float).tiny)
     return basis, coords, nonzero
 
@@ -440,9 +624,14 @@ def is_pointed(K, rtol: float | None = None) -> bool:
     -------
     bool
     """
-    K = _lags(K)
+    K = _unit_scale(_lags(K))
     _, coords, nonzero = _nonzero_lags(K, rtol)
     return _pointing_functional(coords[nonzero]) is not None
+
+
+def _unit_scale(K: np.ndarray) -> np.ndarray:
+    """``K`` divided by the power of two that brings ``max |K|`` into ``[1/2, 1)`` (exact)."""
+    return np.ldexp(K, -_binary_exponent(K))
 
 
 def nonnegative_head_count(K, rtol: float | None = None) -> int:
@@ -450,9 +639,10 @@ def nonnegative_head_count(K, rtol: float | None = None) -> int:
 
     ``k`` if the cone of the lags is pointed, ``k + 1`` otherwise.
     """
-    K = _lags(K)
-    k = interaction_rank(K, rtol)
-    return k if is_pointed(K, rtol) else k + 1
+    K = _unit_scale(_lags(K))
+    k = _rank(K, rtol)
+    _, coords, nonzero = _nonzero_lags(K, rtol)
+    return k if _pointing_functional(coords[nonzero]) is not None else k + 1
 
 
 def _regular_simplex(dim: int) -> np.ndarray:
@@ -492,8 +682,9 @@ def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> Fac
         Coefficients ``>= 0`` (``> 0`` when ``strict``).
     """
     K = _lags(K)
+    exponent = _binary_exponent(K)
     n, p, d = K.shape
-    basis, coords, nonzero = _nonzero_lags(K, rtol)
+    basis, coords, nonzero = _nonzero_lags(np.ldexp(K, -exponent), rtol)  # coordinates of K / 2^exponent
     k = basis.shape[0]
     if k == 0:
         raise ValueError("K must have at least one nonzero lag; got all zeros")
@@ -513,13 +704,14 @@ def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> Fac
         beta = np.linalg.lstsq(system, np.vstack([coords.T, scale]), rcond=None)[0]  # (k, n)
         coefficients = np.where(nonzero, beta, 0.0)
         values = np.einsum("hk,kpd->hpd", vertices, basis)
-        return FactorizedHeads(np.clip(coefficients, 0.0, None), values)
+        return FactorizedHeads(_scaled_back(np.clip(coefficients, 0.0, None), exponent, "K",
+                                            "the head coefficients"), values)
     t = np.maximum(0.0, -coords.min(axis=1))
     if strict:
         t = t + 0.1 * max(float(np.abs(coords).max()), 1e-300)
     coefficients = np.vstack([(coords + t[:, None]).T, t[None, :]])
     values = np.concatenate([basis, -basis.sum(axis=0, keepdims=True)])
-    return FactorizedHeads(coefficients, values)
+    return FactorizedHeads(_scaled_back(coefficients, exponent, "K", "the head coefficients"), values)
 
 
 class SoftmaxSinkHeads(_Layer):

@@ -18,6 +18,9 @@ ZERO_FLOOR = 1e-12
 #: property of the system, not of the ambient dimension.
 RANDOM_WIDTH = 3
 
+#: Most heads the explorer draws (its slider's maximum): one coefficient curve per head.
+MAX_HEADS = 6
+
 #: Markers and line styles that tell the coefficient curves apart without colour.
 _STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"))
 
@@ -56,7 +59,7 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     n : int
         Sequence length.
     H : int
-        Number of heads.
+        Number of heads, ``0 <= H <= MAX_HEADS`` (6, the slider's maximum).
 
     Returns
     -------
@@ -66,9 +69,12 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     from ..models import lag_operators
     from ..span import interaction_rank
 
+    H = check_positive_int("H", H, minimum=0)
+    if H > MAX_HEADS:
+        raise ValueError(f"H must be an integer between 0 and {MAX_HEADS} (the explorer's slider: one "
+                         f"coefficient curve per head); got {H}")
     ssm = _head_system(family, theta, rho, k, seed)
     n = check_positive_int("n", n)
-    H = check_positive_int("H", H, minimum=0)
     K = lag_operators(ssm.A, ssm.B, ssm.C, n)
     w = white_noise_weights(n)
     rank = interaction_rank(K)
@@ -136,7 +142,7 @@ def head_explorer():
         head_explorer_figure,
         family=widgets.Dropdown(options=list(FAMILIES), value="random with lag rank k", description="family"),
         n=widgets.IntSlider(value=16, min=2, max=48, description="n"),
-        H=widgets.IntSlider(value=2, min=0, max=6, description="H"),
+        H=widgets.IntSlider(value=2, min=0, max=MAX_HEADS, description="H"),
         theta=widgets.FloatSlider(value=1.0, min=0.0, max=float(np.pi), step=0.05, description="theta"),
         rho=widgets.FloatSlider(value=0.9, min=0.05, max=0.99, step=0.05, description="rho"),
         k=widgets.IntSlider(value=4, min=1, max=6, description="k"),
