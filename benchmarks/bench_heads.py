@@ -13,6 +13,11 @@ Usage: python benchmarks/bench_heads.py
    optimum is found, and converted to time as total_time * step / steps (every
    step costs the same). Prints both times and their ratio.
 
+3. stationary_residual for systems.random_stable(N, 3, 3, seed=0), N = 20, 40, 60 (best of
+   several runs): a Stein equation of size N min(p, d); for comparison the former solve of
+   the N^2 x N^2 Stein equation for P (O(N^6)), at N = 20 only (46 s at N = 40 here; at
+   N = 60 it did not finish in 300 s).
+
 One line per measurement. Exits non-zero if fit_heads never gets within 1%.
 """
 import sys
@@ -21,8 +26,18 @@ import time
 import numpy as np
 from timing import best_time
 
+from scipy.linalg import solve_discrete_lyapunov
+
 from ssmheads import fit_heads, head_count_curve, optimal_heads, systems
-from ssmheads.heads import white_noise_weights
+from ssmheads.heads import stationary_residual, white_noise_weights
+
+
+def stein_n_squared(A, B, C):
+    """The former stationary solve: P = vec(I) vec(I)^T + (I kron A) P (I kron A)^T, then M_inf."""
+    N = A.shape[0]
+    vec_I = np.eye(N).reshape(-1, order="F")
+    P = solve_discrete_lyapunov(np.kron(np.eye(N), A), np.outer(vec_I, vec_I))
+    return np.kron(B.T, C) @ P @ np.kron(B, C.T)
 
 
 
@@ -67,6 +82,15 @@ def main() -> int:
     print(f"fit_heads, diagonal k=4, n=16, H=2: within 1% at step {step} of {steps}, "
           f"{t_reach:.3f} s (whole run {t_fit:.2f} s); final error {result.expected_errors[-1]:.4e}")
     print(f"time to within 1% of the optimum: fit_heads / optimal_heads = {t_reach / t_opt:.0f}x")
+
+    for N in (20, 40, 60):
+        ssm = systems.random_stable(N, 3, 3, seed=0)
+        t_new = best_time(lambda: stationary_residual(ssm.A, ssm.B, ssm.C, 4))
+        line = f"stationary_residual, N={N}, p=d=3: {t_new * 1e3:.1f} ms"
+        if N == 20:
+            t_old = best_time(lambda: stein_n_squared(ssm.A, ssm.B, ssm.C), repeats=1)
+            line += f"; the former N^2 x N^2 Stein solve {t_old:.2f} s ({t_old / t_new:.0f}x)"
+        print(line)
     return 0
 
 

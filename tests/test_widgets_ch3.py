@@ -75,3 +75,19 @@ def test_head_explorer_figure_legends_the_chosen_h_and_styles_each_head():
     curves = middle.get_lines()[:3]
     assert len({(line.get_marker(), line.get_linestyle()) for line in curves}) == 3
     plt.close(fig)
+
+
+def test_head_explorer_figure_caps_H_at_the_slider_maximum():
+    """H = 10**5 used to allocate until MemoryError; the explorer draws at most MAX_HEADS = 6 curves."""
+    from ssmheads.widgets.ch3 import MAX_HEADS
+
+    assert MAX_HEADS == 6
+    H_slider = next(child for child in head_explorer().children if getattr(child, "description", None) == "H")
+    assert H_slider.max == MAX_HEADS
+    plt.close("all")
+    for H in (MAX_HEADS + 1, 10**5):
+        with pytest.raises(ValueError, match=rf"^H must be an integer between 0 and 6 .*; got {H}$"):
+            head_explorer_figure(H=H)
+    fig = head_explorer_figure("diagonal", n=12, H=MAX_HEADS, k=3)
+    assert "H = 6," in fig._suptitle.get_text()
+    plt.close(fig)

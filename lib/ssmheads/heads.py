@@ -219,6 +219,15 @@ def optimal_heads(K, H: int, weights=None):
     values : ndarray, shape (H, p, d)
     residual : float
         The minimum of the weighted loss.
+
+    Raises
+    ------
+    ValueError
+        If the coefficients or value maps would exceed 1 GiB (``H`` too large), or if
+        the residual does not fit in a float: it scales as ``max|K|^2``, and one beyond
+        1.8e308 (or a significant one below 2.2e-308) is refused, naming ``K``, rather
+        than returned as infinity (or zero). ``K`` is divided by a power of two before
+        the SVD, so its scale never overflows the computation itself.
     """
     K = _lags(K)
     H = _heads_count(H)
@@ -284,6 +293,12 @@ def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
     -------
     ndarray, shape (H_max + 1,)
         Nonincreasing; zero from ``H = k`` on (up to rounding).
+
+    Raises
+    ------
+    ValueError
+        As :func:`optimal_heads` for the scale of ``K``; if the curve would exceed
+        1 GiB (``H_max`` too large; it is zero from ``min(p*d, n)`` on).
     """
     K = _lags(K)
     H_max = _heads_count(H_max, "H_max")
@@ -481,6 +496,15 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
     Returns
     -------
     FitResult
+
+    Raises
+    ------
+    ValueError
+        If ``lr`` or ``final_lr`` exceeds ``MAX_FIT_LR`` (1); if ``max|K|`` exceeds
+        ``MAX_FIT_SCALE`` (1e100, beyond which squared errors approach overflow); if the
+        shifted inputs ``(batch n, n d)`` or the parameters would exceed 1 GiB (naming
+        ``batch``, ``K`` or ``H``); if the run would exceed ``MAX_FIT_WORK`` operations
+        (naming the argument that dominates); or if the loss stops being finite.
     """
     K = _lags(K)
     H = check_positive_int("H", H)
