@@ -196,10 +196,14 @@ def test_nonnegative_and_softmax_heads_reproduce_scaled_lags(scale, strict):
 
 
 def test_nonnegative_heads_refuse_coefficients_beyond_the_largest_float():
-    """Strict heads of non-pointed lags add 0.1 max|coordinate| to every coefficient: 1.1 x 1.7e308."""
+    """Lags (-1/2)^l J with J the 4 x 4 matrix of ones: not pointed; the coordinate of K_0 on the unit
+    basis matrix J / 4 is 4 max|K|, and strict heads add 0.1 of it: coefficient 4.4 max|K|."""
+    K = ALTERNATING * np.ones((1, 4, 4))
     with pytest.raises(ValueError, match=r"^K is too large: the head coefficients"):
-        nonnegative_heads(ALTERNATING * 1.7e308, strict=True)
-    assert np.all(np.isfinite(nonnegative_heads(ALTERNATING * 1.6e308, strict=True).coefficients))
+        nonnegative_heads(K * 1e308, strict=True)  # 4.4e308, 2.4 times the largest float
+    heads = nonnegative_heads(K * 2e307, strict=True)  # 8.8e307, half of it
+    assert heads.num_heads == 2 and np.all(np.isfinite(heads.coefficients))  # k = 1, not pointed
+    assert_rel_close(heads.lag_operators(), K * 2e307, 1e-12)
 
 
 def test_exact_heads_scale_and_name_their_own_arguments():
