@@ -5,7 +5,8 @@ Usage: python benchmarks/bench_core.py
 
 1. MultiHeadAttention(...).interaction(X) for n = 512, d = p = 8, H = 4: budget 0.5 s.
 2. lag_operators for n = 4096, N = 16, p = d = 8, against the impulse responses of the
-   same system from scipy.signal.dimpulse: budget at least 5x faster.
+   same system from scipy.signal.dimpulse: budget at least 20x faster (issue 11: accuracy on
+   non-normal A first; lag_operators now propagates A^l B one lag at a time, as a recurrence does).
 
 Times are the best of several runs (time.perf_counter), after one warm-up call.
 Exits non-zero if a budget is missed.
@@ -41,9 +42,9 @@ def main() -> int:
     t_lags = best_time(lambda: lag_operators(ssm.A, ssm.B, ssm.C, n))
     t_scipy = best_time(lambda: signal.dimpulse((ssm.A, ssm.B, ssm.C, np.zeros((8, 8)), 1), n=n + 1), repeats=3)
     ratio = t_scipy / t_lags
-    ok &= ratio >= 5
+    ok &= ratio >= 20
     print(f"lag_operators, n=4096, N=16, p=d=8: {t_lags * 1e3:.2f} ms; scipy.signal.dimpulse: "
-          f"{t_scipy * 1e3:.1f} ms; ratio {ratio:.0f}x (budget >= 5x); agreement {agree:.1e}")
+          f"{t_scipy * 1e3:.1f} ms; ratio {ratio:.0f}x (budget >= 20x); agreement {agree:.1e}")
     return 0 if ok else 1
 
 
