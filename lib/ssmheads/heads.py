@@ -25,7 +25,8 @@ from scipy.optimize import linprog
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
 from .models import _check_system, _Layer, _spectral_radius, lag_operators
 from .operator import toeplitz_operator
-from .span import _check_rtol, _rank_from, _unvec, _vec, default_rtol, span_basis
+from .span import (_check_rtol, _rank_from, _running_count, _unvec, _vec, default_rtol,
+                   minimal_polynomial_degree, span_basis)
 
 __all__ = [
     "FactorizedHeads",
@@ -144,19 +145,31 @@ class FactorizedHeads(_Layer):
     def __repr__(self) -> str:
         return f"FactorizedHeads(H={self.num_heads}, n_max={self.n_max}, d={self.d}, p={self.p})"
 
-    def _length(self, n_or_X) -> int:
+    def _length(self, n_or_X, name: str = "n_or_X (an input X)") -> int:
         if isinstance(n_or_X, (int, np.integer)) and not isinstance(n_or_X, (bool, np.bool_)):
             n = check_positive_int("n", n_or_X)
         else:
-            n = self._input(n_or_X).shape[0]
+            X = as_array(name, n_or_X, 2, "(n, d)")
+            check_nonempty(name, X, 0, "the sequence length n")
+            check_size(name, X, 1, self.d, "the layer's token width d")
+            n = X.shape[0]
         if n > self.n_max:
             raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
         return n
 
     def lag_operators(self, n: int | None = None) -> np.ndarray:
         """``Khat_l = sum_h c_h(l) V_h`` for ``l < n`` (default ``n_max``), shape ``(n, p, d)``."""
-        n = self.n_max if n is None else self._length(n)
-        return np.einsum("hl,hpd->lpd", self.coefficients[:, :n], self.values)
+        if n is not None:
+            n = check_positive_int("n", n)
+            if n > self.n_max:
+                raise ValueError(f"n = {n} exceeds n_max = {self.n_max} of these heads")
+        n = self.n_max if n is None else n
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = np.einsum("hl,hpd->lpd", self.coefficients[:, :n], self.values)
+        if not np.all(np.isfinite(K)):
+            raise ValueError("coefficients and values are too large together: the lag operators "
+                             "sum_h c_h(l) V_h overflow the largest float (1.8e308); rescale them")
+        return K
 
     def forward(self, X) -> np.ndarray:
         """Apply the heads: each head filters its values ``V_h x_j`` with the causal kernel ``c_h``.
@@ -171,11 +184,18 @@ class FactorizedHeads(_Layer):
         Y : ndarray, shape (n, p)
         """
         X = self._input(X)
-        n = self._length(X)
-        values = np.einsum("hpd,jd->hjp", self.values, X)  # V_h x_j
-        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
-        kernel = np.where(lag >= 0, self.coefficients[:, np.clip(lag, 0, None)], 0.0)  # (H, n, n)
-        return np.einsum("hij,hjp->ip", kernel, values)
+        n = self._length(X, "X")
+        check_allocation("X", (self.num_heads, n, n), "the causal kernels c_h(i - j)",
+                         "use a shorter X, or fewer heads")
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = np.einsum("hpd,jd->hjp", self.values, X)  # V_h x_j
+            lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+            kernel = np.where(lag >= 0, self.coefficients[:, np.clip(lag, 0, None)], 0.0)  # (H, n, n)
+            Y = np.einsum("hij,hjp->ip", kernel, values)
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("the output overflows the largest float (1.8e308): X, coefficients and values are "
+                             f"too large together (max|X| = {float(np.max(np.abs(X))):.3g}); rescale them")
+        return Y
 
     def interaction(self, n_or_X) -> np.ndarray:
         """The operator ``W[i, j] = Khat_{i-j}`` for ``j <= i``.
@@ -190,6 +210,7 @@ class FactorizedHeads(_Layer):
         W : ndarray, shape (n, n, p, d)
         """
         n = self._length(n_or_X)
+        check_allocation("n_or_X", (n, n, self.p, self.d), "the operator W", "use forward(X) or a shorter length")
         return toeplitz_operator(self.lag_operators(n), n)
 
 
@@ -320,6 +341,7 @@ def white_noise_weights(n: int) -> np.ndarray:
     total squared error ``E sum_i ||y_i - yhat_i||^2`` on white-noise input.
     """
     n = check_positive_int("n", n)
+    check_allocation("n", (n,), "the weights w_l", "use a smaller n")
     return np.arange(n, 0, -1, dtype=float)
 
 
@@ -327,7 +349,11 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     """``k(n)`` relative-position heads that reproduce the SSM on every input of length ``<= n``.
 
     The value maps are an orthonormal basis of ``span{K_0, ..., K_{n-1}}`` and the
-    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (Theorem 3.1).
+    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (Theorem 3.1). The
+    number of heads ``k`` is counted by the rule of
+    :func:`ssmheads.span.lag_span_dimension` (the largest count over the prefixes of
+    the lags, capped at the minimal polynomial degree), and the value maps are the
+    top ``k`` left singular directions of ``[vec K_0, ..., vec K_{n-1}]``.
 
     Parameters
     ----------
@@ -346,10 +372,18 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
     K = lag_operators(A, B, C, n)
-    k = _rank(K, rtol)
-    G = _vec(K)
-    coefficients, values, _, _ = _best_heads(K, k, np.ldexp(G, -_binary_exponent(G)))
+    G = np.ldexp(_vec(K), -_binary_exponent(K))  # exact: the same counts as on K itself
+    k = _running_count(G, C.shape[0], B.shape[1], rtol, minimal_polynomial_degree(A, rtol))
+    coefficients, values, _, _ = _best_heads(K, k, G)
     return FactorizedHeads(coefficients, values)
+
+
+#: Largest Stein equation :func:`stationary_residual` solves: size ``N min(p, d)``. Its dense
+#: solver costs ``O((N min(p, d))^3)`` and is solved twice (iterative refinement): about 2 s at 512.
+MAX_STEIN_SIZE = 512
+#: Largest ``p d`` :func:`stationary_residual` accepts: it takes the eigenvalues of the
+#: ``p d x p d`` matrix ``M_inf`` (about 0.5 s at 2048).
+MAX_STATIONARY_OUTPUT = 2048
 
 
 def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
@@ -392,7 +426,10 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
     ------
     ValueError
         If ``A`` has spectral radius ``>= 1`` (the message gives it), if the residual
-        overflows (``B`` and ``C`` too large), or if an array would exceed 1 GiB.
+        overflows (``B`` and ``C`` too large, or ``A`` so non-normal that the Stein
+        solution overflows, naming ``A``), if an array would exceed 1 GiB, if the Stein
+        equation has size ``N min(p, d)`` above ``MAX_STEIN_SIZE`` (512, naming ``A``),
+        or if ``p d`` exceeds ``MAX_STATIONARY_OUTPUT`` (2048, naming ``B and C``).
     """
     A, B, C, _ = _check_system(A, B, C)
     H_max = _heads_count(H_max, "H_max")
@@ -409,16 +446,34 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
     else:  # state vec((A^T)^l C^T) of size N p, output (I_p kron B^T) x_l = vec K_l^T
         step, start, out = A.T, Cs.T, Bs.T
     r = start.shape[1]
+    if N * r > MAX_STEIN_SIZE:
+        raise ValueError(f"A is too large for stationary_residual: the Stein equation has size N min(p, d) = "
+                         f"{N} x {r} = {N * r}, above MAX_STEIN_SIZE = {MAX_STEIN_SIZE} (its dense solve costs "
+                         "O(size^3)); use a smaller state size N, or head_count_curve on lags of a long n")
+    if p * d > MAX_STATIONARY_OUTPUT:
+        raise ValueError(f"B and C are too wide for stationary_residual: p d = {p} x {d} = {p * d} is above "
+                         f"MAX_STATIONARY_OUTPUT = {MAX_STATIONARY_OUTPUT} (it takes the eigenvalues of a "
+                         "p d x p d matrix); use fewer inputs d or outputs p")
     instead = "use a smaller state size N or fewer inputs and outputs (min(p, d) sets the size N min(p, d))"
     check_allocation("B and C", (N * r, N * r), "the Stein solution Q", instead)
     check_allocation("B and C", (p * d, p * d), "the matrix M_inf", "use smaller p and d")
     x0 = start.reshape(-1, order="F")  # vec(start), length N r
     F, q = np.kron(np.eye(r), step), np.outer(x0, x0)
-    Q = solve_discrete_lyapunov(F, q)  # Q = F Q F^T + q
-    residual = q + F @ Q @ F.T - Q  # one step of iterative refinement (the equation is linear in Q)
-    Q = Q + solve_discrete_lyapunov(F, (residual + residual.T) / 2)
-    O = np.kron(np.eye(r), out)  # (p d, N r)
-    M = O @ Q @ O.T
+    overflow = ValueError("A is too far from normal for stationary_residual: the Stein solution "
+                          "sum_l A^l B B^T (A^T)^l overflows the largest float (max|A| = "
+                          f"{float(np.max(np.abs(A))):.3g}, spectral radius {rho:.4g}); rescale the state "
+                          "(A -> S^-1 A S) to make A better conditioned")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            Q = solve_discrete_lyapunov(F, q)  # Q = F Q F^T + q
+            residual = q + F @ Q @ F.T - Q  # one step of iterative refinement (the equation is linear in Q)
+            Q = Q + solve_discrete_lyapunov(F, (residual + residual.T) / 2)
+            O = np.kron(np.eye(r), out)  # (p d, N r)
+            M = O @ Q @ O.T
+    except ValueError as exc:  # scipy refuses the infinities of an overflowing solve
+        raise overflow from exc
+    if not np.all(np.isfinite(M)):
+        raise overflow
     lam = np.clip(np.sort(np.linalg.eigvalsh((M + M.T) / 2))[::-1], 0.0, None)
     tails = np.concatenate([np.cumsum(lam[::-1])[::-1], [0.0]])
     tails = _scaled_back(tails, 2 * (b_exp + c_exp), "B and C", "the stationary error with no heads")
@@ -706,6 +761,8 @@ def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> Fac
         Coefficients ``>= 0`` (``> 0`` when ``strict``).
     """
     K = _lags(K)
+    if not isinstance(strict, (bool, np.bool_)):
+        raise ValueError(f"strict must be True or False; got {strict!r}")
     exponent = _binary_exponent(K)
     n, p, d = K.shape
     basis, coords, nonzero = _nonzero_lags(np.ldexp(K, -exponent), rtol)  # coordinates of K / 2^exponent
@@ -779,6 +836,7 @@ class SoftmaxSinkHeads(_Layer):
         n = check_positive_int("n", n)
         if n > self.n_max:
             raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
+        check_allocation("n", (self.num_heads, n, n + 1), "the softmax weights", "use a shorter sequence")
         s = np.concatenate([self.scores[:, :n, :n], self.scores[:, :n, self.n_max:]], axis=2)
         allowed = np.concatenate([np.tril(np.ones((n, n), dtype=bool)), np.ones((n, 1), dtype=bool)], axis=1)
         s = np.where(allowed, s, -np.inf)
@@ -798,13 +856,24 @@ class SoftmaxSinkHeads(_Layer):
         Y : ndarray, shape (n, p)
         """
         X = self._input(X)
+        check_allocation("X", (self.num_heads, X.shape[0], X.shape[0] + 1), "the softmax weights",
+                         "use a shorter X")
         a = self.weights(X.shape[0])[:, :, :-1]  # drop the sink column: its value is 0
-        return np.einsum("hij,hpd,jd->ip", a, self.values, X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = np.einsum("hij,hpd,jd->ip", a, self.values, X)
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("the output overflows the largest float (1.8e308): X and values are too large "
+                             f"together (max|X| = {float(np.max(np.abs(X))):.3g}, max|values| = "
+                             f"{float(np.max(np.abs(self.values))):.3g}); rescale them")
+        return Y
 
     def interaction(self, X) -> np.ndarray:
         """The operator ``W[i, j] = sum_h a^h_ij U_h``, shape ``(n, n, p, d)``."""
         X = self._input(X)
-        a = self.weights(X.shape[0])[:, :, :-1]
+        n = X.shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", "use forward(X) or a shorter X")
+        check_allocation("X", (self.num_heads, n, n + 1), "the softmax weights", "use a shorter X")
+        a = self.weights(n)[:, :, :-1]
         return np.tensordot(a, self.values, axes=(0, 0))
 
 

@@ -241,6 +241,19 @@ def _linear_scale_message(Q: np.ndarray, K: np.ndarray) -> str:
             f"{700.0 / top:.3e}")
 
 
+def _softmax_scale_message(Q: np.ndarray, K: np.ndarray) -> str:
+    finite = [float(np.max(np.abs(a[np.isfinite(a)]))) if np.any(np.isfinite(a)) else 0.0 for a in (Q, K)]
+    if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(K))):
+        which = "W_Q" if not np.all(np.isfinite(Q)) else "W_K"
+        return (f"X and {which} are too large for the softmax kernel: the {'queries' if which == 'W_Q' else 'keys'} "
+                f"{which} x overflow the largest float (1.8e308); rescale {which} or X so that queries and keys "
+                "stay below about 1e300 (the finite ones reach "
+                f"{max(finite):.3e})")
+    top = max(finite)
+    return (f"X is too large for the softmax kernel: queries and keys reach {top:.3e} and the attention "
+            f"scores are not finite; multiply X by at most {1e150 / max(top, 1.0):.3e}")
+
+
 def _elu_plus_one(u: np.ndarray) -> np.ndarray:
     """The positive feature map of linear attention, ``elu(u) + 1``."""
     return np.where(u > 0, u + 1.0, np.exp(np.minimum(u, 0.0)))
@@ -282,7 +295,7 @@ class MultiHeadAttention(_Layer):
         check_nonempty("W_V", W_V, 1, "the value width d_v")
         check_size("W_O", W_O, 2, W_V.shape[1], "the value width d_v of W_V")
         check_nonempty("W_O", W_O, 1, "the output width p")
-        if kernel not in ("softmax", "linear"):
+        if not isinstance(kernel, str) or kernel not in ("softmax", "linear"):
             raise ValueError(f"kernel must be 'softmax' or 'linear'; got {kernel!r}")
         if not isinstance(causal, (bool, np.bool_)):
             raise ValueError(f"causal must be True or False; got {causal!r}")
@@ -339,6 +352,8 @@ class MultiHeadAttention(_Layer):
                     weights = (fq @ fk.transpose(0, 2, 1)) * allowed
             total = weights.sum(axis=2, keepdims=True)
         if not (np.all(np.isfinite(total)) and np.all(total > 0)):
+            if self.kernel == "softmax":
+                raise ValueError(_softmax_scale_message(Q, K))
             raise ValueError(_linear_scale_message(Q, K))
         return weights / total
 
@@ -486,7 +501,13 @@ class Convolution(_Layer):
         X = self._input(X)
         padded = np.concatenate([np.zeros((self.L - 1, self.d)), X])
         windows = np.lib.stride_tricks.sliding_window_view(padded, self.L, axis=0)  # (n, d, L)
-        return np.einsum("idl,lpd->ip", windows[:, :, ::-1], self.kernel)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = np.einsum("idl,lpd->ip", windows[:, :, ::-1], self.kernel)
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("X is too large for this kernel: the output overflows the largest float (1.8e308) "
+                             f"(max|X| = {float(np.max(np.abs(X))):.3g}, max|kernel| = "
+                             f"{float(np.max(np.abs(self.kernel))):.3g}); rescale X or the kernel")
+        return Y
 
     def interaction(self, X) -> np.ndarray:
         """The banded block-Toeplitz operator ``W[i, j] = K[i - j]`` for ``0 <= i - j < L``.
@@ -524,8 +545,18 @@ class PositionwiseLinear(_Layer):
         return f"PositionwiseLinear(d={self.d}, p={self.p})"
 
     def forward(self, X) -> np.ndarray:
-        """``Y = X W^T``; input ``(n, d)``, output ``(n, p)``."""
-        return self._input(X) @ self.W.T
+        """``Y = X W^T``; input ``(n, d)``, output ``(n, p)``.
+
+        Raises ``ValueError`` (naming ``X``) if the output overflows the largest float.
+        """
+        X = self._input(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = X @ self.W.T
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("X is too large for W: the output X W^T overflows the largest float (1.8e308) "
+                             f"(max|X| = {float(np.max(np.abs(X))):.3g}, max|W| = "
+                             f"{float(np.max(np.abs(self.W))):.3g}); rescale X or W")
+        return Y
 
     def interaction(self, X) -> np.ndarray:
         """The block-diagonal operator ``W[i, j] = delta_ij W``, shape ``(n, n, p, d)``."""

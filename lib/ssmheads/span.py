@@ -116,8 +116,24 @@ def default_rtol(m: int, p: int, d: int) -> float:
     return max(m, p * d) * EPS
 
 
+def _exponent(arr: np.ndarray) -> int:
+    """The exponent ``e`` with ``max|arr| = f 2^e``, ``1/2 <= f < 1`` (0 for an all-zero array)."""
+    top = float(np.max(np.abs(arr))) if arr.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0.0 else 0
+
+
+def _scaled_columns(mats: np.ndarray) -> tuple[np.ndarray, int]:
+    """``vec`` columns of ``mats`` divided by ``2^e`` (exact), so that the SVD cannot overflow, and ``e``."""
+    e = _exponent(mats)
+    return _vec(np.ldexp(mats, -e)), e
+
+
 def singular_values(mats) -> np.ndarray:
     """Singular values of ``G = [vec M_1, ..., vec M_m]``, largest first.
+
+    ``mats`` is divided by a power of two before the SVD and the singular values
+    are scaled back (both exact), so entries near the largest float do not
+    overflow the computation.
 
     Parameters
     ----------
@@ -126,11 +142,24 @@ def singular_values(mats) -> np.ndarray:
     Returns
     -------
     ndarray, shape (min(m, p*d),)
+
+    Raises
+    ------
+    ValueError
+        If a singular value exceeds the largest float (1.8e308), naming ``mats``.
     """
     mats = _stack(mats)
     if mats.shape[0] == 0:
         return np.zeros(0)
-    return np.linalg.svd(_vec(mats), compute_uv=False)
+    G, e = _scaled_columns(mats)
+    s = np.linalg.svd(G, compute_uv=False)
+    with np.errstate(over="ignore"):
+        out = np.ldexp(s, e)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"mats is too large: its largest singular value would be {float(s[0]):.3g} x 2^{e}, "
+                         "beyond the largest float (1.8e308); divide mats by its largest entry first "
+                         "(the rank and the span do not change)")
+    return out
 
 
 def _rank_from(s: np.ndarray, rtol: float) -> int:
@@ -158,7 +187,9 @@ def interaction_rank(mats, rtol: float | None = None) -> int:
     """
     mats = _stack(mats)
     rtol = _check_rtol(rtol, default_rtol(*mats.shape))
-    return _rank_from(singular_values(mats), rtol)
+    if mats.shape[0] == 0:
+        return 0
+    return _rank_from(np.linalg.svd(_scaled_columns(mats)[0], compute_uv=False), rtol)
 
 
 def span_basis(mats, rtol: float | None = None) -> np.ndarray:
@@ -183,7 +214,7 @@ def span_basis(mats, rtol: float | None = None) -> np.ndarray:
     rtol = _check_rtol(rtol, default_rtol(m, p, d))
     if m == 0:
         return np.zeros((0, p, d))
-    U, s, _ = np.linalg.svd(_vec(mats), full_matrices=False)
+    U, s, _ = np.linalg.svd(_scaled_columns(mats)[0], full_matrices=False)
     return _unvec(U[:, :_rank_from(s, rtol)], p, d)
 
 
@@ -246,6 +277,11 @@ def _running_count(G: np.ndarray, p: int, d: int, rtol, cap: int) -> int:
     return best
 
 
+#: Longest profile :func:`lag_span_profile` computes: it takes one SVD per prefix, ``n`` SVDs of
+#: up to ``p d x n`` matrices, which at ``n = 2048`` is already seconds for ``p d = 64``.
+MAX_PROFILE_LENGTH = 2048
+
+
 def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """``k(1), ..., k(n)``: the lag-span dimension for every length up to ``n``.
 
@@ -253,7 +289,8 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     the running maximum of these counts, capped at ``m`` (module docstring), so
     the profile is nondecreasing and never exceeds ``m``. The lag operators are
     formed once and each prefix has its own SVD: meant for ``n`` up to a few
-    hundred. For a single length use :func:`lag_span_dimension`.
+    hundred, and ``n`` above ``MAX_PROFILE_LENGTH`` (2048) is refused with a
+    ``ValueError`` naming ``n``. For a single length use :func:`lag_span_dimension`.
 
     Parameters
     ----------
@@ -271,7 +308,10 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
-    G = _vec(_finite_lags(A, B, C, n))
+    G = _vec(_finite_lags(A, B, C, n))  # first, so that an unstable A is reported as such
+    if n > MAX_PROFILE_LENGTH:
+        raise ValueError(f"n must be at most {MAX_PROFILE_LENGTH} for lag_span_profile (one SVD per prefix); "
+                         f"got n = {n}: use lag_span_dimension(A, B, C, n) for a single long length")
     p, d = C.shape[0], B.shape[1]
     counts = np.array([_prefix_count(G, length, p, d, rtol) for length in range(1, n + 1)], dtype=int)
     return np.minimum(np.maximum.accumulate(counts), minimal_polynomial_degree(A, rtol))
