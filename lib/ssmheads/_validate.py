@@ -22,9 +22,12 @@ def as_array(name: str, value: Any, ndim: int, what: str, copy: bool = False) ->
         raw = np.asarray(value)
         if np.iscomplexobj(raw):
             raise ValueError(f"{name} must be real; got a complex array (the book works over the reals)")
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be a numeric array of shape {what} (bool, integer or float); "
+                             f"got an array of dtype {raw.dtype}")
         arr = np.array(raw, dtype=float) if copy else raw.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
-        if "must be real" in str(exc):
+        if "must be real" in str(exc) or "must be a numeric array" in str(exc):
             raise
         raise ValueError(f"{name} must be a numeric array of shape {what}; got {type(value).__name__}") from exc
     if arr.ndim != ndim:
@@ -89,4 +92,28 @@ def check_allocation(name: str, shape: tuple, what: str, instead: str,
             f"{name} would make {what} an array of shape ({shown}), {size / 2**30:.2f} GiB, above the "
             f"limit of {limit / 2**30:.2f} GiB per array (pass max_bytes= to raise it where the function "
             f"has that keyword); {instead}"
+        )
+
+
+#: Largest total working set, in bytes, of one call (every array it holds at once, temporaries
+#: included), unless the caller passes ``max_bytes``. 2 GiB: several arrays each below the
+#: per-array limit can still exhaust a small machine together.
+MAX_TOTAL_BYTES = 2**31
+
+
+def check_total(name: str, entries: float, what: str, instead: str,
+                max_bytes: int | None = None, itemsize: int = 8) -> None:
+    """Refuse a call whose arrays together hold more than ``entries`` numbers beyond the total limit.
+
+    ``entries`` is the caller's count of the numbers it holds at once (temporaries included);
+    the limit is ``max_bytes`` if given, else :data:`MAX_TOTAL_BYTES` (2 GiB). The
+    ``ValueError`` names the caller's argument ``name``, what the arrays are, and what to
+    use instead.
+    """
+    limit = MAX_TOTAL_BYTES if max_bytes is None else max_bytes
+    size = float(entries) * float(itemsize)
+    if size > limit:
+        raise ValueError(
+            f"{name} would make {what} hold {size / 2**30:.2f} GiB together, above the limit of "
+            f"{limit / 2**30:.2f} GiB per call; {instead}"
         )

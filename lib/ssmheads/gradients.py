@@ -19,6 +19,7 @@ differences.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,7 +28,7 @@ import numpy as np
 EPS = float(np.finfo(float).eps)
 _GELFAND_MAX_LAG = 100_000  # powers gelfand_constant forms at most, unless max_lag truncates
 
-from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_size
+from ._validate import as_array, check_allocation, check_total, check_nonempty, check_positive_int, check_size
 from .heads import FactorizedHeads, SoftmaxSinkHeads
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system
 
@@ -96,6 +97,10 @@ def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) ->
     terms instead (of order ``eps |X|^2``, wrong already at ``|X|`` near 1e10).
     """
     r = rows.size
+    n = X.shape[0]
+    check_allocation("X", (r, n, mha.p, mha.d), "the Jacobian", "use a shorter X or jacobian_row")
+    check_total("X", float(r) * n * (2 * mha.p * mha.d + 2 * mha.H * mha.p + 2 * mha.H),
+                "the Jacobian and its per-head paths", "use a shorter X or jacobian_row")
     scale = 1.0 / np.sqrt(mha.d_k)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         Q, K = mha._queries_keys(X)  # (H, n, d_k)
@@ -307,21 +312,48 @@ def highway_input(attention: MultiHeadAttention, n: int, a: float, key: int = 0,
         raise ValueError(f"key must be an integer position in [0, n - 1) = [0, {n - 1}); got {key!r}")
     if isinstance(head, (bool, np.bool_)) or not isinstance(head, (int, np.integer)) or not 0 <= head < attention.H:
         raise ValueError(f"head must be an integer in [0, {attention.H}); got {head!r}")
-    Wq, Wk = attention.W_Q[head], attention.W_K[head]
-    M = Wk.T @ Wq  # (d, d): w = M u
+    check_allocation("n", (n, attention.d), "the input X", "use a smaller n")
+    Wq, sq = _unit(attention.W_Q[head])  # powers of two: M = sq sk (Wk^T Wq), exactly
+    Wk, sk = _unit(attention.W_K[head])
+    M = Wk.T @ Wq  # (d, d): w = M u, up to the factor sq sk
     _, sv, Vt = np.linalg.svd(M)
     if sv[0] == 0:
         raise ValueError("the chosen head has W_K^T W_Q = 0: its weights cannot depend on the input")
     u = Vt[0]
     w = M @ u
-    self_score = float(u @ Wq.T @ Wk @ u) / np.sqrt(attention.d_k)
-    # log(n - 2 + exp(s)) computed stably
-    log_rest = np.logaddexp(np.log(n - 2) if n > 2 else -np.inf, self_score)
-    t = np.sqrt(attention.d_k) / np.linalg.norm(w) * (np.log(a / (1 - a)) + log_rest)
+    too_big = (f"attention is scaled so that the key token this needs is not representable (head {head}: "
+               f"max |W_Q| = {sq:.3e}, max |W_K| = {sk:.3e}); rescale W_Q and W_K")
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        self_score = float(u @ Wq.T @ Wk @ u) * sq * sk / np.sqrt(attention.d_k)
+        # log(n - 2 + exp(s)) computed stably
+        log_rest = np.logaddexp(math.log(n - 2) if n > 2 else -np.inf, self_score)
+        t = np.sqrt(attention.d_k) / np.linalg.norm(w) * (np.log(a / (1 - a)) + log_rest) / sq / sk
+    if not (np.isfinite(self_score) and np.isfinite(t)):
+        raise ValueError(too_big)
+    if abs(log_rest) * EPS > 1e-8:  # the score must resolve log(a / (1 - a)) next to log_rest
+        raise ValueError(f"attention is scaled so that the query's score on itself, {self_score:.3e}, "
+                         f"swamps the logit of a in rounding (head {head}: max |W_Q| = {sq:.3e}, "
+                         f"max |W_K| = {sk:.3e}); rescale W_Q and W_K")
     X = np.zeros((n, attention.d))
     X[n - 1] = u
     X[key] = t * w / np.linalg.norm(w)
+    if not np.all(np.isfinite(X)):
+        raise ValueError(too_big)
     return X
+
+
+_LOG_MAX = float(np.log(np.finfo(float).max))
+
+
+class _KappaOverflow(ValueError):
+    """kappa(rho_bar) exceeds the largest float (raised naming A)."""
+
+
+def _norm2(arr: np.ndarray) -> float:
+    """Spectral norm, computed after dividing by a power of two (inf only when the norm itself overflows)."""
+    unit, s = _unit(arr)
+    with np.errstate(over="ignore"):
+        return float(np.linalg.norm(unit, 2)) * s
 
 
 def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
@@ -353,6 +385,12 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    ValueError
+        Naming ``A`` when ``kappa`` exceeds the largest float (a huge non-normal part);
+        naming ``rho_bar`` when the search would need more than 100000 powers.
     """
     A = as_array("A", A, 2, "(N, N)")
     if A.shape[0] != A.shape[1] or A.shape[0] < 1:
@@ -387,7 +425,13 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
         size = float(np.linalg.norm(P, 2))
         if size == 0.0:
             return best
-        ratio = np.exp(log_scale) * size
+        log_ratio = log_scale + np.log(size)
+        if log_ratio > _LOG_MAX:
+            raise _KappaOverflow(
+                f"A has ||A^{lag}|| / rho_bar^{lag} = exp({log_ratio:.6g}) > the largest float, so "
+                f"kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale A's off-normal "
+                f"part (largest entry {top:.3e}) or use a normal A")
+        ratio = np.exp(log_ratio)
         best = max(best, ratio)
         if ratio < 1e-8 * best:
             return best
@@ -440,6 +484,12 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
     Returns
     -------
     DecayBound
+
+    Raises
+    ------
+    ValueError
+        Naming ``A`` when ``kappa(rho_bar)`` exceeds the largest float, naming ``B`` and ``C``
+        when ``||C|| ||B||`` times ``kappa`` (or ``cond(S)``) does.
     """
     A, B, C, _ = _check_system(A, B, C)
     lags = np.asarray(lags)
@@ -455,17 +505,32 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
         rho_bar = (rho + 1) / 2
     if not (isinstance(rho_bar, (int, float, np.floating)) and rho < rho_bar < 1):
         raise ValueError(f"rho_bar must lie in (rho(A), 1) = ({rho:.6g}, 1); got {rho_bar!r}")
-    scale = np.linalg.norm(C, 2) * np.linalg.norm(B, 2)
+    with np.errstate(over="ignore"):
+        scale = _norm2(C) * _norm2(B)
+    if not np.isfinite(scale):
+        raise ValueError(f"B and C are too large: ||C|| ||B|| overflows the largest float (max |B| = "
+                         f"{np.max(np.abs(B)):.3e}, max |C| = {np.max(np.abs(C)):.3e}), so the bounds are "
+                         f"not representable; rescale B and C")
     try:
         kappa = gelfand_constant(A, rho_bar)
+    except _KappaOverflow:
+        raise
     except ValueError as exc:
         raise ValueError(f"A has spectral radius {rho:.6g}, so close to 1 that the general bound's constant "
                          f"kappa(rho_bar) cannot be computed in bounded work: {exc}") from None
-    general = scale * kappa * float(rho_bar) ** lags
+    with np.errstate(over="ignore"):
+        general = scale * kappa * float(rho_bar) ** lags
+    if not np.all(np.isfinite(general)):
+        raise ValueError(f"B and C are too large for this A: ||C|| ||B|| kappa = {scale:.3e} x {kappa:.3e} "
+                         f"overflows the largest float; rescale B and C")
     cond = float(np.linalg.cond(S))
     diagonalizable = None
     if np.isfinite(cond) and cond < 1e12:
-        diagonalizable = scale * cond * rho ** lags
+        with np.errstate(over="ignore"):
+            diagonalizable = scale * cond * rho ** lags
+        if not np.all(np.isfinite(diagonalizable)):
+            raise ValueError(f"B and C are too large: ||C|| ||B|| cond(S) = {scale:.3e} x {cond:.3e} overflows "
+                             f"the largest float; rescale B and C")
     return DecayBound(lags, general, kappa, float(rho_bar), diagonalizable, cond if diagonalizable is not None else None)
 
 
@@ -502,6 +567,27 @@ def _pairs(z: np.ndarray) -> np.ndarray:
     return np.stack([z.real, z.imag], axis=-1)
 
 
+def _mode_powers(nu: np.ndarray, theta: np.ndarray, lags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``lambda_m^l = exp(-l exp(nu_m) + i l theta_m)`` for ``lags`` of shape (n,): shape (..., n, M).
+
+    Also returns ``exp(nu)``. When ``exp(nu_m)`` overflows, ``lambda_m = 0`` and ``lambda_m^0 = 1``
+    (the product ``l exp(nu_m)`` is taken as 0 at ``l = 0``, not ``0 * inf``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        decay = np.exp(nu)
+        l = lags[:, None].astype(float)
+        logmag = np.where(l == 0, 0.0, l * decay[..., None, :])
+        return np.exp(-logmag + 1j * (l * theta[..., None, :])), decay
+
+
+def _check_weights_scale(b: np.ndarray, c: np.ndarray) -> None:
+    """Raise naming b and c when ``sum_m |c_m b_m|`` (the bound on every ``|K_l|``) overflows."""
+    with np.errstate(over="ignore"):
+        bound = float(np.sum(np.abs(b) * np.abs(c)))
+    if not np.isfinite(bound):
+        raise ValueError("b and c are too large: sum_m |c_m| |b_m| overflows the largest float, so the "
+                         "kernel is not representable; rescale b and c")
+
+
 def _delay_loss_grad(nu, theta, b, c, L, n):
     """Batched exact delay-L loss and its gradient; parameters of shape (R, M), L of shape (R,).
 
@@ -511,8 +597,7 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h, d K_l / d theta = -Im h.
     """
     lags = np.arange(n)
-    mu = -np.exp(nu) + 1j * theta  # (R, M)
-    Z = np.exp(lags[None, :, None] * mu[:, None, :])  # (R, n, M): lambda_m^l
+    Z, decay = _mode_powers(nu, theta, lags)  # (R, n, M): lambda_m^l
     g = c * b
     K = np.einsum("rlm,rm->rl", Z, g).real  # (R, n)
     w = (n - lags).astype(float)
@@ -524,7 +609,9 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     S = np.einsum("rl,rlm->rm", e, Z)
     T = np.einsum("rl,rlm->rm", e * lags, Z)
     h = g * T
-    return loss, K, (-np.exp(nu) * h.real, -h.imag, np.conj(c * S), np.conj(b * S))
+    with np.errstate(over="ignore", invalid="ignore"):
+        gnu = np.where(h.real == 0, 0.0, -decay * h.real)  # exp(nu) = inf only where every lambda^l, l >= 1, is 0
+    return loss, K, (gnu, -h.imag, np.conj(c * S), np.conj(b * S))
 
 
 def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
@@ -549,7 +636,10 @@ def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
     """
     nu, theta, b, c = _check_diagonal(nu, theta, b, c)
     n = check_positive_int("n", n)
-    Z = np.exp(np.arange(n)[:, None] * (-np.exp(nu) + 1j * theta)[None, :])
+    _check_weights_scale(b, c)
+    check_allocation("n", (n, nu.shape[0]), "the mode powers lambda_m^l", "use a smaller n or fewer modes",
+                     itemsize=16)
+    Z, _ = _mode_powers(nu, theta, np.arange(n))
     return (Z @ (c * b)).real
 
 
@@ -593,7 +683,12 @@ def delay_task_loss(nu, theta, b, c, L: int, n: int):
     nu, theta, b, c = _check_diagonal(nu, theta, b, c)
     n, L = _check_delay(L, n)
     _check_diagonal_size(1, n, nu.shape[0])
-    loss, _, (gnu, gth, gb, gc) = _delay_loss_grad(nu[None], theta[None], b[None], c[None], np.array([L]), n)
+    _check_weights_scale(b, c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss, _, (gnu, gth, gb, gc) = _delay_loss_grad(nu[None], theta[None], b[None], c[None], np.array([L]), n)
+    if not (np.isfinite(loss[0]) and all(np.all(np.isfinite(g)) for g in (gnu, gth, gb, gc))):
+        raise ValueError("b and c are too large: the loss or its gradient overflows the largest float "
+                         "(the loss grows like |c b|^2 n); rescale b and c")
     return float(loss[0]), {"nu": gnu[0], "theta": gth[0], "b": _pairs(gb[0]), "c": _pairs(gc[0])}
 
 
@@ -1005,10 +1100,14 @@ def _check_recall_size(batch: int, n: int, d_k: int, d_v: int) -> None:
     check_allocation(f"batch = {batch}, n = {n}, d_v = {d_v}", (batch, n, d_v), "the values of one batch",
                      "use a smaller batch, n or d_v")
     check_allocation(f"d_k = {d_k}", (d_k, d_k), "the content map W", "use a smaller d_k")
+    # keys and values with their draws' temporaries, about 8 (batch, n) score arrays, the (batch, d) rows
+    check_total(f"batch = {batch}, n = {n}, d_k = {d_k}, d_v = {d_v}",
+                float(batch) * (n * (2 * d_k + 2 * d_v + 8) + 4 * d_k + 4 * d_v),
+                "the arrays of one batch", "use a smaller batch, n, d_k or d_v")
 
 
 def _check_position(position: str, slope) -> float:
-    if position not in ("learned", "alibi", "none"):
+    if not isinstance(position, str) or position not in ("learned", "alibi", "none"):
         raise ValueError(f"position must be 'learned', 'alibi' or 'none'; got {position!r}")
     return _check_number("slope", slope, 0.0, np.inf, " > 0") if position == "alibi" else 0.0
 

@@ -72,6 +72,7 @@ def close(a, b, tol: float = 1e-12) -> bool:
     if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, (int, float, np.integer, np.floating)) \
             or not np.isfinite(tol) or tol < 0:
         raise ValueError(f"tol must be a finite number >= 0; got {tol!r}")
-    if np.shape(a) != np.shape(b):
+    a, b = _numeric("a", a), _numeric("b", b)
+    if a.shape != b.shape:
         return False
     return relative_gap(a, b) <= tol

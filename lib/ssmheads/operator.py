@@ -130,7 +130,7 @@ def block_norms(W, ord: str = "fro") -> np.ndarray:
     norms : ndarray, shape (n, n)
     """
     W = _operator(W)
-    if ord not in ("fro", "spectral"):
+    if not isinstance(ord, str) or ord not in ("fro", "spectral"):
         raise ValueError(f"ord must be 'fro' or 'spectral'; got {ord!r}")
     scale = _safe_scale(W)  # entries beyond 1e150 or below 1e-150: square after dividing by max |W|
     if scale != 1.0:

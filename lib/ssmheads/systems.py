@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_allocation, check_positive_int, check_seed
+from ._validate import as_array, check_allocation, check_positive_int, check_seed, check_total
 from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear
 
 __all__ = [
@@ -117,6 +117,9 @@ def random_stable(N: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> Li
     _check_state_size("N", N)
     check_allocation("d", (N, d), "B", "use a smaller d")
     check_allocation("p", (p, N), "C", "use a smaller p")
+    # A, B, C, their draws and the layer's copies, and the eigenvalue work on A
+    check_total("N, d and p", 3.0 * (N * N + N * d + p * N), f"A, B and C (N = {N}, d = {d}, p = {p})",
+                "use a smaller N, d or p")
     rho = _finite_scalar("rho", rho)
     if rho <= 0:
         raise ValueError(f"rho must be positive; got {rho}")
@@ -155,12 +158,17 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     p, d_k, d_v = (d if v is None else check_positive_int(name, v)
                    for name, v in (("p", p), ("d_k", d_k), ("d_v", d_v)))
     scale = _finite_scalar("scale", scale)
+    if not isinstance(kernel, str) or kernel not in ("softmax", "linear"):
+        raise ValueError(f"kernel must be 'softmax' or 'linear'; got {kernel!r}")
     for dims in ((("H", H), ("d_k", d_k), ("d", d)), (("H", H), ("d_v", d_v), ("d", d)),
                  (("H", H), ("p", p), ("d_v", d_v))):
         name = max(dims, key=lambda item: item[1])[0]  # the largest extent is the one to blame,
         name = given_name.get(name, name)                # named as the caller passed it (default: d)
         check_allocation(name, tuple(v for _, v in dims), f"a weight array (H = {H} heads)",
                          "use fewer heads or smaller widths")
+    # four weight arrays, each drawn then scaled (a temporary) and copied by the layer
+    check_total("H", 3.0 * H * (2 * d_k * d + d_v * d + p * d_v), f"the four weight arrays (H = {H} heads)",
+                "use fewer heads or smaller widths")
     rng = np.random.default_rng(check_seed(seed))
     W_Q = rng.standard_normal((H, d_k, d)) * (scale / np.sqrt(d))
     W_K = rng.standard_normal((H, d_k, d)) / np.sqrt(d)
@@ -186,8 +194,9 @@ def jordan(blocks, B=None, C=None) -> LinearSSM:
             lam, size = item
             pairs.append((_finite_scalar("eigenvalue", lam), check_positive_int("size", size)))
     except (TypeError, ValueError) as exc:
-        if "eigenvalue" in str(exc) or "size" in str(exc):
-            raise
+        if str(exc).startswith(("eigenvalue", "size")):
+            raise ValueError(f"blocks must be a sequence of (eigenvalue, size) pairs with a finite eigenvalue "
+                             f"and an integer size >= 1; {exc}") from None
         raise ValueError(f"blocks must be a sequence of (eigenvalue, size) pairs; got {blocks!r}") from exc
     if not pairs:
         raise ValueError("blocks must contain at least one (eigenvalue, size) pair; got none")
