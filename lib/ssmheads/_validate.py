@@ -23,8 +23,8 @@ def as_array(name: str, value: Any, ndim: int, what: str, copy: bool = False) ->
         if np.iscomplexobj(raw):
             raise ValueError(f"{name} must be real; got a complex array (the book works over the reals)")
         if raw.dtype.kind not in "biuf":
-            raise ValueError(f"{name} must be a numeric array of shape {what} (bool, integer or float); "
-                             f"got an array of dtype {raw.dtype}")
+            raise ValueError(f"{name} must be a numeric array of shape {what}; got {type(value).__name__} "
+                             f"of dtype {raw.dtype} (expected bool, integer or float)")
         arr = np.array(raw, dtype=float) if copy else raw.astype(float, copy=False)
     except (TypeError, ValueError) as exc:
         if "must be real" in str(exc) or "must be a numeric array" in str(exc):
