@@ -126,10 +126,16 @@ def test_non_decaying_powers_are_certified_full_by_krylov_when_the_budget_is_sma
 
 
 def test_non_decaying_powers_beyond_the_budget_raise_naming_A():
-    A = _rotations([0.3] * 4 + [1.1] * 4)  # m = 4, powers do not decay, no certificate for N
+    """A normal A is counted on its eigenvalues' powers (no budget needed); a non-normal one
+    with the same spectrum still needs the stack of powers, and refuses beyond the budget."""
+    A = _rotations([0.3] * 4 + [1.1] * 4)  # normal, m = 4, powers do not decay
     assert minimal_polynomial_degree(A) == reference_minimal_polynomial_degree(A) == 4
+    assert minimal_polynomial_degree(A, max_bytes=3 * 8 * 16 * 16) == 4
+    S = np.eye(16) + 0.5 * np.triu(np.ones((16, 16)), 1)
+    B = S @ A @ np.linalg.inv(S)  # same minimal polynomial, not normal
+    assert minimal_polynomial_degree(B) == reference_minimal_polynomial_degree(B) == 4
     with pytest.raises(ValueError, match=r"A of size 16 x 16 .* max_bytes="):
-        minimal_polynomial_degree(A, max_bytes=3 * 8 * 16 * 16)
+        minimal_polynomial_degree(B, max_bytes=3 * 8 * 16 * 16)
 
 
 @pytest.mark.parametrize("bad", [0, -5, "big", np.nan])

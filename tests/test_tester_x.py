@@ -128,3 +128,29 @@ def test_factorized_heads_argument_names():
         fh.lag_operators(n=np.ones((2, 1)))
     with pytest.raises(ValueError, match="^n = 4 exceeds"):
         fh.lag_operators(n=4)
+
+
+# 7. minimal_polynomial_degree of large normal matrices whose powers do not decay
+def _orthogonal(N, seed):
+    Q, R = np.linalg.qr(np.random.default_rng(seed).standard_normal((N, N)))
+    return Q * np.sign(np.diag(R))
+
+
+def test_minimal_polynomial_degree_large_normal():
+    assert span.minimal_polynomial_degree(np.eye(800)) == 1
+    assert span.minimal_polynomial_degree(np.diag(np.tile([1.0, -1.0], 300))) == 2
+    assert span.minimal_polynomial_degree(_orthogonal(800, 0)) == 800
+
+
+def test_normal_degree_agrees_with_stacked_powers():
+    rng = np.random.default_rng(1)
+    for N in range(2, 41, 3):
+        S = rng.standard_normal((N, N))
+        Q = _orthogonal(N, 100 + N)
+        cases = [np.eye(N), np.diag(np.tile([1.0, -1.0], N)[:N]), _orthogonal(N, N),
+                 np.diag(rng.integers(1, 4, N) / 3.0), S + S.T,
+                 Q @ np.diag(np.round(rng.uniform(-1, 1, N), 1)) @ Q.T]
+        for A in cases:
+            A = A / np.linalg.norm(A, 2)
+            assert span._is_normal(A)
+            assert span._normal_degree(A, span.default_rtol(N, N, N)) == span.minimal_polynomial_degree(A)

@@ -393,6 +393,26 @@ def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, blo
     return bool(np.linalg.svd(K, compute_uv=False)[-1] > 4.0 * N * rtol)
 
 
+def _is_normal(A: np.ndarray) -> bool:
+    """Whether ``||A A^T - A^T A||_F <= 1e3 N eps`` for ``A`` of unit spectral norm."""
+    return bool(np.linalg.norm(A @ A.T - A.T @ A) <= 1e3 * A.shape[0] * EPS)
+
+
+def _normal_degree(A: np.ndarray, rtol: float) -> int:
+    """The running count of the powers of a normal ``A`` (``||A|| = 1``), from ``N x N`` numbers.
+
+    For ``A = U diag(lambda) U^*`` with ``U`` unitary, ``vec A^l = (conj(U) kron U) E lambda^l``
+    where ``E`` picks the diagonal; ``(conj(U) kron U) E`` has orthonormal columns, so every prefix
+    ``[vec I, ..., vec A^(l-1)]`` has the singular values of the first ``l`` columns of the
+    Vandermonde matrix ``[lambda_i^l]``. The rule (with the tolerance of ``N x N`` matrices) is
+    applied to that matrix: ``O(N^2)`` memory instead of ``O(N^3)``.
+    """
+    N = A.shape[0]
+    lam = np.linalg.eigvals(A)
+    V = lam[:, None] ** np.arange(N)[None, :]  # (N, N), |lambda| <= 1
+    return max(1, _running_count(V, N, N, rtol, N))
+
+
 def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.2f} MiB"
 
@@ -476,8 +496,12 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     Krylov sequence on four random vectors is tried: when it proves that all ``N``
     singular values are above the threshold (see ``_krylov_certifies_full_degree``),
     the answer is ``N``. Otherwise the function raises a ``ValueError`` naming
-    ``A`` and the size it would need. The function never builds a stack larger than
-    ``max_bytes``.
+    ``A`` and the size it would need. For a normal ``A`` (``A A^T = A^T A`` to
+    rounding) no such stack is needed: the powers' stack has the singular values of
+    the ``N x N`` Vandermonde matrix ``[lambda_i^l]`` of the eigenvalues of
+    ``A / ||A||``, and the same running count is taken on it (``O(N^2)`` memory), so
+    ``np.eye(800)`` or an orthogonal ``800 x 800`` matrix is answered. The function
+    never builds a stack larger than ``max_bytes``.
 
     Parameters
     ----------
@@ -511,6 +535,8 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     while True:
         R, delta = _stacked_powers_qr(A, target, max_cols)
         if R is None:
+            if _is_normal(A):
+                return _normal_degree(A, rtol)
             if _krylov_certifies_full_degree(A, rtol):
                 return N
             raise ValueError(
