@@ -154,3 +154,24 @@ def test_normal_degree_agrees_with_stacked_powers():
             A = A / np.linalg.norm(A, 2)
             assert span._is_normal(A)
             assert span._normal_degree(A, span.default_rtol(N, N, N)) == span.minimal_polynomial_degree(A)
+
+
+def test_linear_attention_forward_runs_long_sequences_in_blocks():
+    """Outside tester: n = 120000 with d_k = d_v = 32 ran out of a 2 GiB cap (two (1, n, 32, 32)
+    arrays). The causal running sums are now carried through blocks of rows; the result equals
+    the one-pass cumsum exactly."""
+    import ssmheads as sh
+    from ssmheads import models
+
+    layer = sh.systems.random_attention(2, 3, d_k=4, d_v=5, kernel="linear")
+    X = np.random.default_rng(0).standard_normal((300, 3))
+    old = models._BLOCK_ENTRIES
+    try:
+        models._BLOCK_ENTRIES = 2 * 5 * 4 * 7  # blocks of 7 rows
+        blocked = layer.forward(X)
+    finally:
+        models._BLOCK_ENTRIES = old
+    assert np.array_equal(blocked, layer.forward(X))  # same additions in the same order
+    assert sh.two_route_gap(layer, X) < 1e-12
+    big = sh.systems.random_attention(1, 1, d_k=32, d_v=32, kernel="linear")
+    assert np.all(np.isfinite(big.forward(np.ones((120000, 1)))))

@@ -414,8 +414,9 @@ class MultiHeadAttention(_Layer):
                 rows = slice(start, min(n, start + block))
                 heads[:, rows] = self._weights(Q, K, rows) @ values
         else:
-            check_allocation("X", (self.H, n, self.d_v, self.d_k), "the running sums S_i",
-                             "use a shorter X")
+            if not self.causal:
+                check_allocation("X", (self.H, n, self.d_v, self.d_k), "the outer products v_j phi(k_j)^T",
+                                 "use a shorter X")
             heads = self._linear_heads(Q, K, values)
             if not np.all(np.isfinite(heads)):
                 # phi(q) phi(k) overflowed or underflowed: scale phi(q_i) per row and phi(k) per head
@@ -438,12 +439,27 @@ class MultiHeadAttention(_Layer):
             if normalise:  # the ratio is unchanged by a positive scale of phi(q_i) or of all phi(k_j)
                 fq = fq / np.max(fq, axis=2, keepdims=True)
                 fk = fk / np.max(fk, axis=(1, 2), keepdims=True)
-            outer = np.einsum("hnv,hnk->hnvk", values, fk)  # v_j phi(k_j)^T
-            if self.causal:
-                S, z = np.cumsum(outer, axis=1), np.cumsum(fk, axis=1)
-            else:
+            if not self.causal:
+                outer = np.einsum("hnv,hnk->hnvk", values, fk)  # v_j phi(k_j)^T
                 S, z = outer.sum(axis=1, keepdims=True), fk.sum(axis=1, keepdims=True)
-            return np.einsum("hnvk,hnk->hnv", S, fq) / np.einsum("hnk,hnk->hn", z, fq)[..., None]
+                return np.einsum("hnvk,hnk->hnv", S, fq) / np.einsum("hnk,hnk->hn", z, fq)[..., None]
+            # Causal: running sums S_i = S_(i-1) + v_i phi(k_i)^T, in blocks of rows that carry
+            # the state; prepending it to each block's cumulative sum keeps the order of the
+            # additions, so the result is the same as one cumsum over all n rows.
+            H, n, d_v = values.shape
+            d_k = fk.shape[2]
+            block = max(1, min(n, _BLOCK_ENTRIES // (H * d_v * d_k)))
+            heads = np.empty((H, n, d_v))
+            S_prev, z_prev = np.zeros((H, 1, d_v, d_k)), np.zeros((H, 1, d_k))
+            for start in range(0, n, block):
+                rows = slice(start, min(n, start + block))
+                outer = np.einsum("hnv,hnk->hnvk", values[:, rows], fk[:, rows])
+                S = np.cumsum(np.concatenate([S_prev, outer], axis=1), axis=1)[:, 1:]
+                z = np.cumsum(np.concatenate([z_prev, fk[:, rows]], axis=1), axis=1)[:, 1:]
+                heads[:, rows] = (np.einsum("hnvk,hnk->hnv", S, fq[:, rows])
+                                  / np.einsum("hnk,hnk->hn", z, fq[:, rows])[..., None])
+                S_prev, z_prev = S[:, -1:], z[:, -1:]
+            return heads
 
     def interaction(self, X) -> np.ndarray:
         """The operator ``W[i, j] = sum_h alpha[h, i, j] V_h``.
