@@ -352,25 +352,6 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     return _running_count(G, C.shape[0], B.shape[1], rtol, minimal_polynomial_degree(A, rtol))
 
 
-def _prefix_running_count(R: np.ndarray, rtol: float, cap: int) -> int:
-    """:func:`_running_count` for ``L`` powers of an ``N x N`` matrix (``cap = N``, ``rtol`` resolved)
-    given the QR factor ``R`` (shape (L, L)) of their stack.
-
-    The prefix of the first ``l`` columns has the singular values of ``R[:l, :l]``.
-    """
-    L = R.shape[0]
-    best = _rank_from(np.linalg.svd(R, compute_uv=False), rtol)
-    if best >= cap or best == 0:
-        return min(best, cap)
-    for length in range(best + 1, L):
-        if best >= length:
-            continue
-        best = max(best, _rank_from(np.linalg.svd(R[:length, :length], compute_uv=False), rtol))
-        if best >= cap:
-            return cap
-    return best
-
-
 def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, block: int = 4) -> bool:
     """True when a block Krylov sequence proves that the running count of the powers is ``N``.
 
@@ -551,7 +532,8 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
         if delta < tau and not np.any((s > tau - delta) & (s <= rtol * (s[0] + delta))):
             break
         target = delta * 1e-3  # a singular value near the threshold: take more powers
-    return max(1, _prefix_running_count(R, rtol, N))
+    # the prefix R[:, :l] of the QR factor has the singular values of the first l powers
+    return max(1, _running_count(R, N, N, rtol, N))
 
 
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
