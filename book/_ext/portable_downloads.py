@@ -1,0 +1,5 @@
+"""Sphinx extension (owned by the portable-notebook work of issue 12): placeholder."""
+
+
+def setup(app):
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,1 @@
+// The book's own scripts (issue 12: phone navigation, figures, copy buttons).
