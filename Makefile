@@ -16,7 +16,7 @@ NBVAL := MPLBACKEND=Agg $(BIN)/pytest --nbval --nbval-current-env --nbval-saniti
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs
+.PHONY: book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable
 
 book: $(STAMP)
 	$(BUILD)
@@ -42,6 +42,7 @@ test-notebooks: $(STAMP)
 
 test-build: $(STAMP)
 	$(BUILD)
+	PORTABLE_REQUIRE_SITE=1 $(BIN)/pytest -q tests/test_portable.py -k built_site
 
 # The built site in headless Chromium: math rendered, no errors, no outside requests,
 # no broken links or images; screenshots in _build/site-check/.
@@ -55,7 +56,13 @@ ASSIGNMENTS ?= _build/assignments
 assignments: $(STAMP)
 	$(BIN)/python tools/make_assignments.py --out $(ASSIGNMENTS)
 
-# Each chapter copied alone into an empty folder and run in a fresh venv that has only
+# The chapters as portable notebooks (MyST rendered to plain Markdown and LaTeX, numbers
+# as on the site, outputs kept) in notebooks/, for Colab and as downloads; a test fails
+# when they are stale. Rerun after changing a chapter.
+portable: $(STAMP)
+	$(BIN)/python tools/portable.py --all
+
+# Each portable chapter (notebooks/) copied alone into an empty folder and run in a fresh venv that has only
 # the package's declared dependencies (installed by the chapter's set-up cell), as in
 # Colab. Needs no .venv; takes about two minutes.
 test-standalone:

@@ -319,3 +319,15 @@ def test_snapshot_copies_the_package_source_without_build_output_or_environments
     dest = cs.snapshot_source(root, work)
     copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert copied == ["README.md", "lib/pkg/__init__.py", "pyproject.toml"]
+
+
+# ------------------------------------------------------------ which notebooks
+
+
+def test_default_notebooks_are_the_portable_chapters(tmp_path):
+    found = cs.default_notebooks(ROOT)
+    assert [p.name for p in found] == sorted(p.name for p in (ROOT / "chapters").glob("*.ipynb"))
+    for path in found:
+        assert path.parent == ROOT / "notebooks"
+        assert json.loads(path.read_text())["metadata"]["portable"]["kind"] == "reader", path.name
+    assert cs.default_notebooks(tmp_path) == []

@@ -3,7 +3,12 @@
 Colab or a downloaded .ipynb: no repository, no requirements.txt, only the
 package's own declared dependencies.
 
-Usage: python tools/check_standalone.py [NOTEBOOK ...]   (default: chapters/*.ipynb)
+Usage: python tools/check_standalone.py [NOTEBOOK ...]   (default: notebooks/*.ipynb)
+
+By default it runs the portable notebooks in notebooks/ (``make portable`` writes
+them from chapters/ with tools/portable.py; tests/test_portable.py fails when they
+are stale): they are what Colab opens and what the download button gives, and they
+have the chapters' code cells unchanged. Any notebook can be named instead.
 
 What it does:
 
@@ -132,6 +137,11 @@ VERSIONS_SCRIPT = (
 
 
 # ---------------------------------------------------------------- pure helpers
+
+
+def default_notebooks(root: Path) -> list[Path]:
+    """The portable chapter notebooks, ``root/notebooks/*.ipynb``, in order."""
+    return sorted((root / "notebooks").glob("*.ipynb"))
 
 
 def cell_source(cell: dict) -> str:
@@ -428,16 +438,16 @@ def check_notebook(path: Path, venv: Path, work: Path, source: Path, env: dict[s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path,
-                        help="notebooks to check (default: chapters/*.ipynb)")
+                        help="notebooks to check (default: notebooks/*.ipynb, the portable chapters)")
     parser.add_argument("--python", default=shutil.which("python3") or "python3",
                         help="interpreter for the fresh environment (default: python3 on PATH)")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds allowed per cell")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and say where")
     parser.add_argument("-v", "--verbose", action="store_true", help="also show the set-up cell's stderr")
     args = parser.parse_args(argv)
-    notebooks = [p.resolve() for p in args.notebooks] or sorted((ROOT / "chapters").glob("*.ipynb"))
+    notebooks = [p.resolve() for p in args.notebooks] or default_notebooks(ROOT)
     if not notebooks:
-        print("standalone: no notebooks found")
+        print("standalone: no notebooks found (notebooks/ is empty: run make portable)")
         return 1
     pins_file = ROOT / "requirements.txt"
     pins = read_pins(pins_file.read_text()) if pins_file.exists() else {}

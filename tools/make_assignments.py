@@ -14,7 +14,10 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
      student fills it in; the markdown keeps the prompt;
    * all outputs and execution counts are cleared; everything else (the chapter
      text, the verification cells, the set-up cell that installs ``ssmheads`` in
-     Colab or Binder) is kept.
+     Colab or Binder) is kept;
+   * the markdown is rendered portable by tools/portable.py (MyST directives and
+     roles to plain Markdown and LaTeX, numbered as on the site), so the notebook
+     reads as a textbook in any Jupyter front end (``--myst`` keeps the MyST).
 
 2. The site without solutions, built from the stored outputs (no notebook is
    executed). ``hide_solutions`` of sphinx-exercise cannot do this on its own: it
@@ -26,12 +29,14 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
    guide for instructors (its table is computed by a cell, and nothing is executed
    here), and built with a configuration derived from _config.yml
    (DIR/student_config.yml: ``hide_solutions: true``, ``execute_notebooks: "off"``,
-   and no launch buttons, which would open the repository's notebooks with their
-   solutions) into DIR/site; jupyter-book puts the pages in DIR/site/_build/html.
+   ``portable_notebooks: student`` (the download button gives the portable student
+   notebook, see book/_ext/portable_downloads.py), and no launch buttons, which would
+   open the repository's notebooks with their solutions) into DIR/site; jupyter-book
+   puts the pages in DIR/site/_build/html.
 
-The notebook part is importable (``make_student_notebooks``) and needs only
-nbformat; the site part (``build_student_site``) also needs PyYAML and
-jupyter-book.
+The notebook part is importable (``make_student_notebooks``; ``student_notebook``
+gives the MyST student version) and needs nbformat, PyYAML and pybtex (for
+tools/portable.py); the site part (``build_student_site``) also needs jupyter-book.
 """
 from __future__ import annotations
 
@@ -56,6 +61,8 @@ DEFAULT_OUT = ROOT / "_build" / "assignments"
 _OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w-]*)\}(?P<arg>.*)$")
 _CLOSING = re.compile(r"^ {0,3}(`{3,}|:{3,})\s*$")
 _CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
+# A checked exercise's body starts with this mark (older chapters: "(checked)" in the title).
+_CHECKED_MARK = "✓ *Auto-checked.*"
 # The guide for instructors is not part of the students' site.
 INSTRUCTOR_PAGES = {"book/instructors"}
 # Never copied into the staged site source.
@@ -242,16 +249,20 @@ def student_notebook(nb, where: str = "notebook"):
         cells.append(cell)
         if cell.cell_type != "markdown":
             continue
-        exercises = directive_blocks(cell.source.split("\n"), "exercise")
+        lines = cell.source.split("\n")
+        exercises = directive_blocks(lines, "exercise")
         stats.exercises += len(exercises)
         cell.source, stubs = split_exercise_stubs(cell.source)
-        checked = sum("(checked)" in arg for _, _, _, arg in exercises)
+        checked = sum("(checked)" in arg or _CHECKED_MARK in "\n".join(lines[a:b])
+                      for a, b, _, arg in exercises)
         if checked > sum(bool(_CHECK_CALL.search(code)) for _, code in stubs):
-            print(f"warning: {where}: an exercise marked (checked) has no stub ending in a check_... call",
+            print(f"warning: {where}: an exercise marked as checked has no stub ending in a check_... call",
                   file=sys.stderr)
         for label, code in stubs:
             stub = nbformat.v4.new_code_cell(code)
             stub.metadata["exercise_stub"] = label
+            # A fixed id (not nbformat's random one), so the same chapter gives the same file.
+            stub.id = "stub-" + (re.sub(r"[^A-Za-z0-9_-]", "-", label)[:58] or str(stats.stubs))
             cells.append(stub)
             stats.stubs += 1
     nb.cells = cells
@@ -259,13 +270,35 @@ def student_notebook(nb, where: str = "notebook"):
     return nb, stats
 
 
+def _portable():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import portable
+    finally:
+        sys.path.pop(0)
+    return portable
+
+
 def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT,
-                           verbose: bool = True) -> dict[Path, Stats]:
-    """Write ``out/<chapter>.ipynb`` for every notebook in ``chapters``; return their stats."""
+                           verbose: bool = True, myst: bool = False) -> dict[Path, Stats]:
+    """Write ``out/<chapter>.ipynb`` for every notebook in ``chapters``; return their stats.
+
+    The notebooks are portable (tools/portable.py) unless ``myst`` is true. The book
+    they belong to (for numbers and references) is the folder above ``chapters`` if it
+    has a _toc.yml, else this repository.
+    """
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    for path in sorted(Path(chapters).glob("*.ipynb")):
+    chapters = Path(chapters)
+    book = None
+    if not myst:
+        portable = _portable()
+        root = chapters.resolve().parent
+        book = portable.Book(root if (root / "_toc.yml").exists() else ROOT)
+    for path in sorted(chapters.glob("*.ipynb")):
         nb, stats = student_notebook(nbformat.read(path, as_version=4), where=path.name)
+        if book is not None:
+            nb = portable.render_notebook(nb, book.docname_of(path), book, kind="student")[0]
         nbformat.validate(nb)
         target = out / path.name
         nbformat.write(nb, target)
@@ -333,6 +366,8 @@ def student_config(root: Path, target: Path) -> Path:
 
     config = yaml.safe_load((root / "_config.yml").read_text()) or {}
     config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+    # The download button gives the portable student notebook (book/_ext/portable_downloads.py).
+    config["sphinx"]["config"]["portable_notebooks"] = "student"
     config.setdefault("execute", {})["execute_notebooks"] = "off"
     # The launch buttons would open the repository's notebooks, solutions included.
     launch = config.setdefault("launch_buttons", {})
@@ -380,11 +415,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="output folder (default: _build/assignments)")
     parser.add_argument("--no-site", action="store_true", help="write the student notebooks only")
+    parser.add_argument("--myst", action="store_true",
+                        help="write the student notebooks in MyST (for JupyterLab with jupyterlab-myst) "
+                             "instead of portable Markdown")
     args = parser.parse_args(argv)
     out = args.out.resolve()
 
     start = time.perf_counter()
-    results = make_student_notebooks(ROOT / "chapters", out)
+    results = make_student_notebooks(ROOT / "chapters", out, myst=args.myst)
     notebooks = time.perf_counter() - start
     total = sum(s.exercises for s in results.values())
     print(f"{len(results)} student notebooks ({total} exercises) in {_shown(out)}/ "

@@ -1,5 +1,120 @@
-"""Sphinx extension (owned by the portable-notebook work of issue 12): placeholder."""
+"""Sphinx extension: the download button gives the portable notebook.
+
+sphinx-book-theme's download button (.ipynb) links to the page's source as Sphinx
+copied it, ``_sources/<docname>.ipynb``: the MyST notebook, which shows raw directives
+and roles in any Jupyter front end without extensions. On ``build-finished`` this
+extension overwrites each such file with the portable rendering of the notebook that
+was built (tools/portable.py, from the book's source folder):
+
+* ``portable_notebooks = "reader"`` (the default): the notebook with its stored
+  outputs and solutions (collapsible);
+* ``portable_notebooks = "student"`` (set by tools/make_assignments.py for the
+  students' site): the student notebook, as ``make assignments`` writes it (solutions
+  removed, each exercise's stub in a code cell, outputs cleared).
+
+It also compares the numbers tools/portable.py computes (theorems, exercises,
+labelled equations, sections) with the ones Sphinx gave them, and warns on any
+difference, so a ``-W`` build fails if the portable notebooks would number anything
+differently from the site.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+
+def _load(srcdir: Path, name: str):
+    """tools/<name>.py of the book being built (or of this repository)."""
+    for tools in (srcdir / "tools", Path(__file__).resolve().parents[2] / "tools"):
+        path = tools / f"{name}.py"
+        if path.exists():
+            key = f"_portable_downloads_{name}"
+            if key in sys.modules and getattr(sys.modules[key], "__file__", None) == str(path):
+                return sys.modules[key]
+            sys.path.insert(0, str(tools))
+            try:
+                spec = importlib.util.spec_from_file_location(key, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[key] = module
+                spec.loader.exec_module(module)
+            finally:
+                sys.path.remove(str(tools))
+            return module
+    raise ImportError(f"tools/{name}.py not found next to {srcdir}")
+
+
+def number_differences(book, env) -> list[str]:
+    """Where tools/portable.py's numbers differ from Sphinx's (``env.toc_fignumbers``, ``toc_secnumbers``)."""
+    problems = []
+    kinds = {"equation": "displaymath"}
+    for label, target in book.labels.items():
+        if target.number is None or target.kind in ("section", "target", "solution"):
+            continue
+        figtype = kinds.get(target.kind, target.kind)
+        key = target.anchor
+        sphinx = env.toc_fignumbers.get(target.docname, {}).get(figtype, {}).get(key)
+        if sphinx is None:
+            problems.append(f"{target.docname}: {label} is {target.kind} {target.numbered} in "
+                            "tools/portable.py, but Sphinx gave it no number")
+        elif tuple(sphinx) != tuple(target.number):
+            problems.append(f"{target.docname}: {label} is {target.kind} {target.numbered} in "
+                            f"tools/portable.py, {'.'.join(map(str, sphinx))} on the site")
+    known = {(t.docname, kinds.get(t.kind, t.kind), t.anchor) for t in book.labels.values() if t.number}
+    for docname, page in book.pages.items():
+        if page.path.suffix != ".ipynb":
+            continue
+        for figtype, numbers in env.toc_fignumbers.get(docname, {}).items():
+            for key, number in numbers.items():
+                if (docname, figtype, key) not in known:
+                    problems.append(f"{docname}: the site numbers {figtype} {key} as "
+                                    f"{'.'.join(map(str, number))}, and tools/portable.py does not know it")
+        if page.number is None:
+            continue
+        ours = [number for _, number, _ in page.sections if number]
+        theirs = sorted(tuple(n) for n in env.toc_secnumbers.get(docname, {}).values())
+        if [tuple(n) for n in ours] != theirs:
+            problems.append(f"{docname}: section numbers differ: tools/portable.py "
+                            f"{['.'.join(map(str, n)) for n in ours]}, the site "
+                            f"{['.'.join(map(str, n)) for n in theirs]}")
+    return problems
+
+
+def write_portable_sources(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    srcdir, outdir = Path(app.srcdir), Path(app.outdir)
+    portable = _load(srcdir, "portable")
+    kind = app.config.portable_notebooks
+    if kind not in ("reader", "student"):
+        logger.warning(f"portable_notebooks must be 'reader' or 'student', not {kind!r}")
+        return
+    book = portable.Book(srcdir)
+    for problem in number_differences(book, app.env):
+        logger.warning(f"portable notebooks: {problem}")
+    import nbformat
+
+    written = 0
+    for page in book.chapters():
+        target = outdir / "_sources" / (page.docname + page.path.suffix)
+        if not target.exists():
+            continue
+        nb = nbformat.read(page.path, as_version=4)
+        if kind == "student":
+            rendered = portable.student_version(nb, page.docname, book)
+        else:
+            rendered = portable.render_notebook(nb, page.docname, book, "reader")[0]
+        nbformat.validate(rendered)
+        target.write_text(portable.notebook_text(rendered))
+        written += 1
+    logger.info(f"portable notebooks: {written} downloads ({kind}) written to _sources/")
 
 
 def setup(app):
+    app.add_config_value("portable_notebooks", "reader", "html")
+    app.connect("build-finished", write_portable_sources)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,503 @@
+"""Portable notebooks (tools/portable.py): MyST rendered to plain Markdown and LaTeX.
+
+For every chapter, in its reader version (solutions kept, outputs kept) and its
+student version (as tools/make_assignments.py writes it): no MyST syntax is left in
+the markdown, every cross-reference and citation is resolved, the works cited are
+listed, solutions are collapsible in the reader version and absent in the student
+one, and code cells and outputs are those of the source. The numbers are compared
+with a built site's HTML when one exists (``make test-build`` runs that test after
+building; elsewhere it is skipped when no fresh build is there). The committed
+notebooks/ must equal a fresh rendering.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import make_assignments  # noqa: E402  (tools/ is not a package)
+import portable  # noqa: E402
+
+BOOK = portable.Book(ROOT)
+CHAPTERS = [page.path for page in BOOK.chapters()]
+by_chapter = pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+by_version = pytest.mark.parametrize("version", ["reader", "student"])
+
+# --------------------------------------------------------------------------- the detector
+
+# Each kind of MyST syntax that must not be left in a portable notebook's markdown.
+# ``[ \t>]*`` lets a pattern match inside a quote block too.
+LEFTOVER = {
+    "directive fence": re.compile(r"^[ \t>]*(`{3,}|~{3,}|:{3,})[ \t]*\{[^}\n]*\}", re.M),
+    "role": re.compile(r"\{[A-Za-z][\w:+-]*\}`"),
+    "target": re.compile(r"^[ \t>]*\([^()\s]+\)=[ \t]*$", re.M),
+    "option line": re.compile(r"^[ \t>]*:[A-Za-z][\w-]*:([ \t]|$)", re.M),
+    "gated solution": re.compile(r"\{(solution|exercise)-(start|end)\}"),
+    "labelled equation": re.compile(r"\$\$[ \t]*\([^()\s]+\)[ \t]*$", re.M),
+    "substitution": re.compile(r"\{\{[^{}\n]*\}\}"),
+}
+
+
+def leftovers(text: str) -> list[tuple[str, str]]:
+    """``(kind, matched text)`` for every piece of MyST syntax in markdown ``text``."""
+    return [(kind, m.group(0)) for kind, pattern in LEFTOVER.items() for m in pattern.finditer(text)]
+
+
+PLANTED = {
+    "directive fence": "Text.\n\n```{prf:theorem} Title\nBody.\n```",
+    "role": "As {prf:ref}`thm-x` shows.",
+    "target": "(sec-x)=\n## A section",
+    "option line": "> **Theorem**\n> :label: thm-x",
+    "gated solution": "{solution-start} ex-x",
+    "labelled equation": "$$\nx = 1\n$$ (eq-x)",
+    "substitution": "The value is {{ value }}.",
+}
+
+
+@pytest.mark.parametrize("kind", list(PLANTED))
+def test_the_detector_finds_each_kind_of_leftover(kind):
+    assert kind in {k for k, _ in leftovers(PLANTED[kind])}
+
+
+def test_the_detector_finds_leftovers_inside_quote_blocks_and_colon_fences():
+    assert leftovers("> ```{prf:proof}\n> x\n> ```")
+    assert leftovers(":::{note}\nx\n:::")
+    assert leftovers("> (lem-x)=")
+
+
+def test_the_detector_passes_plain_markdown_and_latex():
+    text = textwrap.dedent("""\
+        ## 3.1. The theorem
+
+        > **Theorem 3.1** (Head-count theorem)
+        >
+        > $$ \\operatorname{span}\\{K_0\\} \\tag{3.1} $$
+
+        A set $\\{x\\}$, code `{}` and `f(x)`, a [link](https://example.org/a.html#thm-x), a time 10:30.
+
+        ```python
+        d = {"a": 1}
+        ```""")
+    assert leftovers(text) == []
+
+
+# --------------------------------------------------------------------------- the notebooks
+
+
+@pytest.fixture(scope="session")
+def student_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("portable-students")
+    make_assignments.make_student_notebooks(ROOT / "chapters", out, verbose=False)
+    return out
+
+
+_READER: dict[Path, object] = {}
+
+
+def reader(chapter: Path):
+    if chapter not in _READER:
+        _READER[chapter] = portable.portable_notebook(chapter, BOOK)
+    return _READER[chapter]
+
+
+def rendered(chapter: Path, version: str, student_dir: Path):
+    if version == "reader":
+        return reader(chapter)
+    return nbformat.read(student_dir / chapter.name, as_version=4)
+
+
+def source_of(chapter: Path, version: str):
+    """The MyST notebook that the portable one is rendered from."""
+    nb = nbformat.read(chapter, as_version=4)
+    if version == "student":
+        nb, _ = make_assignments.student_notebook(nb, where=chapter.name)
+    return nb
+
+
+def markdown(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "markdown"]
+
+
+def without_links(text: str) -> str:
+    return re.sub(r"\]\([^)\s]*\)", "]", text)
+
+
+@by_version
+@by_chapter
+def test_no_myst_is_left(chapter, version, student_dir):
+    nb = rendered(chapter, version, student_dir)
+    found = [(i, kind, text) for i, cell in enumerate(nb.cells) if cell.cell_type == "markdown"
+             for kind, text in leftovers(cell.source)]
+    assert found == [], f"{chapter.name} ({version}): MyST left in cells {found[:5]}"
+    assert leftovers("\n".join(markdown(source_of(chapter, version)))), "the source has MyST to render"
+
+
+@by_version
+@by_chapter
+def test_every_reference_is_resolved(chapter, version, student_dir):
+    source = "\n".join(markdown(source_of(chapter, version)))
+    text = without_links("\n".join(markdown(rendered(chapter, version, student_dir))))
+    referenced = {m.group(2).split("<")[-1].strip(" >") for m in
+                  re.finditer(r"\{(prf:ref|ref|numref|eq)\}`([^`]+)`", source)}
+    assert referenced, f"{chapter.name}: no references found in the source"
+    for label in sorted(BOOK.labels):
+        assert not re.search(rf"(?<![\w-]){re.escape(label)}(?![\w-])", text), \
+            f"{chapter.name} ({version}): the label {label} is left in the text"
+    links = re.findall(r"\]\((https?://[^)\s]+)\)", "\n".join(markdown(rendered(chapter, version, student_dir))))
+    anchors = {url.split("#", 1)[1] for url in links if "#" in url}
+    expected = {BOOK.labels[label].anchor for label in referenced}
+    assert expected <= anchors, f"{chapter.name}: references without a link: {sorted(expected - anchors)}"
+    assert all(url.startswith(BOOK.base_url) for url in links if "#" in url)
+
+
+def test_links_use_the_repository_address_from_the_configuration(tmp_path):
+    assert BOOK.base_url == portable.site_base_url(BOOK.config)
+    assert portable.site_base_url({"repository": {"url": "https://github.com/Some-Org/my-book"}}) == \
+        "https://some-org.github.io/my-book/"
+    assert portable.site_base_url({"repository": {"url": "https://github.com/o/r.git"},
+                                   "html": {"baseurl": "https://books.example.org/heads"}}) == \
+        "https://books.example.org/heads/"
+    assert portable.site_base_url({"repository": {"url": "https://gitlab.com/o/r"}}) is None
+
+
+def cited_keys(source: str) -> list[str]:
+    keys = []
+    for m in re.finditer(r"\{cite(?::\w+)?\}`([^`]+)`", source):
+        keys += [k.strip() for k in m.group(1).split(",") if k.strip() not in keys]
+    return list(dict.fromkeys(keys))
+
+
+def first_author_and_year(key: str) -> tuple[str, str]:
+    entry = BOOK.bibliography()[key]
+    person = (entry.persons.get("author") or entry.persons.get("editor"))[0]
+    last = portable._latex_text(" ".join(person.prelast_names + person.last_names))
+    return last, entry.fields["year"]
+
+
+@by_version
+@by_chapter
+def test_every_citation_is_resolved_and_listed(chapter, version, student_dir):
+    keys = cited_keys("\n".join(markdown(source_of(chapter, version))))
+    assert keys, f"{chapter.name}: no citations in the source"
+    nb = rendered(chapter, version, student_dir)
+    listing = nb.cells[-1].source
+    assert nb.cells[-1].cell_type == "markdown" and "- **" in listing
+    items = [line for line in listing.split("\n") if line.startswith("- ")]
+    assert len(items) == len(keys), f"{chapter.name}: {len(items)} works listed, {len(keys)} cited"
+    body = "\n".join(markdown(nb)[:-1])
+    for key in keys:
+        last, year = first_author_and_year(key)
+        assert any(last in item and year in item for item in items), f"{key} is not in the list"
+        assert re.search(rf"{re.escape(last)}[^()\n]*?,? \(?{year}\)?", body), f"{key} is not cited in the text"
+
+
+@by_chapter
+def test_solutions_are_collapsible_in_the_reader_version_and_absent_for_students(chapter, student_dir):
+    source = nbformat.read(chapter, as_version=4)
+    directive = sum(len(re.findall(r"^ {0,3}(?:`{3,}|:{3,})\{solution\}", c.source, re.M))
+                    for c in source.cells if c.cell_type == "markdown")
+    gated = sum(bool(re.match(r"\s*(?:`{3,}|:{3,})\{solution-start\}", c.source))
+                for c in source.cells if c.cell_type == "markdown")
+    exercises = BOOK.pages[BOOK.docname_of(chapter)].exercises
+    assert directive + gated == len(exercises) > 0
+    text = "\n".join(markdown(reader(chapter)))
+    summaries = re.findall(r"<details>\n<summary>Solution to Exercise (\d+\.\d+)[^<]*</summary>\n\n", text)
+    headers = re.findall(r"^\*\*Solution to Exercise (\d+\.\d+)\*\*", text, re.M)
+    assert len(summaries) == directive and len(headers) == gated
+    assert text.count("</details>") >= directive
+    numbers = [BOOK.labels[label].numbered for label in exercises]
+    assert sorted(summaries + headers) == sorted(numbers)
+    student = "\n".join(markdown(rendered(chapter, "student", student_dir)))
+    assert "Solution to Exercise" not in student and "<summary>Solution" not in student
+    for number in numbers:
+        assert f"**Exercise {number}**" in student and f"**Exercise {number}**" in text
+
+
+@by_version
+@by_chapter
+def test_code_cells_and_outputs_are_the_sources(chapter, version, student_dir):
+    source = source_of(chapter, version)
+    nb = rendered(chapter, version, student_dir)
+    code = [c for c in source.cells if c.cell_type == "code"]
+    assert [c for c in nb.cells if c.cell_type == "code"] == code
+    assert nb.cells[0] == source.cells[0] and "remove-cell" in nb.cells[0].metadata["tags"]
+    assert "SSMHEADS_SOURCE" in nb.cells[0].source, "the set-up cell must stay the first cell"
+    assert nb.metadata["kernelspec"] == source.metadata["kernelspec"]
+    nbformat.validate(nb)
+
+
+@by_chapter
+def test_the_title_cell_says_where_the_chapter_is_on_the_site(chapter):
+    page = BOOK.pages[BOOK.docname_of(chapter)]
+    title = next(c.source for c in reader(chapter).cells if c.cell_type == "markdown")
+    assert title.startswith(f"# {page.number[0]}. {page.title}")
+    assert f"({BOOK.base_url}{page.docname}.html)" in title
+
+
+# --------------------------------------------------------------------------- notebooks/ and downloads
+
+
+def test_committed_notebooks_are_a_fresh_rendering():
+    problems = portable.stale(ROOT / "notebooks", BOOK)
+    assert problems == [], "notebooks/ is stale, run make portable: " + "; ".join(problems)
+
+
+def test_stale_notebooks_are_detected(tmp_path):
+    portable.write_all(tmp_path, BOOK)
+    assert portable.stale(tmp_path, BOOK) == []
+    first = tmp_path / CHAPTERS[0].name
+    first.write_text(first.read_text().replace("**Theorem", "**Theorem ", 1))
+    (tmp_path / "99_extra.ipynb").write_text("{}")
+    problems = portable.stale(tmp_path, BOOK)
+    assert len(problems) == 2 and CHAPTERS[0].name in problems[0] and "99_extra" in problems[1]
+
+
+def test_the_student_download_is_the_student_notebook(student_dir):
+    # What book/_ext/portable_downloads.py writes for the students' site, from the
+    # staged chapters (solutions stripped, outputs kept) ...
+    for chapter in CHAPTERS:
+        staged, _ = make_assignments.strip_solutions(nbformat.read(chapter, as_version=4))
+        download = portable.student_version(staged, BOOK.docname_of(chapter), BOOK)
+        # ... is what make assignments writes.
+        assert portable.notebook_text(download) == (student_dir / chapter.name).read_text()
+
+
+def test_one_chapter_can_be_written_to_a_given_path(tmp_path):
+    target = tmp_path / "sub" / "ch.ipynb"
+    assert portable.main([str(CHAPTERS[-1]), "-o", str(target)]) == 0
+    assert target.read_text() == portable.notebook_text(reader(CHAPTERS[-1]))
+
+
+def test_the_build_check_reports_a_number_that_differs_from_sphinx():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    try:
+        import portable_downloads
+    finally:
+        sys.path.pop(0)
+    figures, sections = {}, {}
+    for t in BOOK.labels.values():
+        if t.number and t.kind not in ("section", "target", "solution"):
+            kind = "displaymath" if t.kind == "equation" else t.kind
+            figures.setdefault(t.docname, {}).setdefault(kind, {})[t.anchor] = t.number
+    for page in BOOK.chapters():
+        sections[page.docname] = {f"#s{i}": n for i, (_, n, _) in enumerate(page.sections) if n}
+    env = SimpleNamespace(toc_fignumbers=figures, toc_secnumbers=sections)
+    assert portable_downloads.number_differences(BOOK, env) == []
+    broken = copy.deepcopy(env)
+    label = BOOK.pages[BOOK.docname_of(CHAPTERS[2])].exercises[0]
+    docname = BOOK.labels[label].docname
+    broken.toc_fignumbers[docname]["exercise"][label] = (3, 9)
+    broken.toc_fignumbers[docname]["figure"] = {"fig-x": (3, 1)}
+    problems = portable_downloads.number_differences(BOOK, broken)
+    assert len(problems) == 2 and label in problems[0] and "fig-x" in problems[1]
+
+
+# --------------------------------------------------------------------------- the renderer on every construct
+
+
+CONFIG = """\
+title: "A book"
+repository:
+  url: https://github.com/org/repo
+bibtex_bibfiles: [refs.bib]
+"""
+TOC = """\
+format: jb-book
+root: intro
+parts:
+  - caption: Chapters
+    numbered: true
+    chapters:
+      - file: ch/01_a
+      - file: ch/02_b
+"""
+BIB = """\
+@article{one2020, author = {One, Ann and Two, Bob and Three, Cy}, title = {A title},
+  journal = {J}, year = {2020}}
+@book{solo1999, author = {van Solo, Han}, title = {Alone}, publisher = {P}, year = {1999}}
+"""
+CHAPTER_B = [
+    "# Chapter B\n\n(sec-first)=\n## First section\n\nSee {doc}`01_a` and {doc}`Home <../intro>`.",
+    "```{prf:lemma} Small\n:label: lem-small\n\nIt holds.\n```\n\n```{prf:proof}\nTrivial.\n```",
+    "```{prf:theorem} Big\n:label: thm-big\n\nBy {prf:ref}`lem-small`, {ref}`sec-first` and "
+    "{numref}`Section %s <sec-first>`,\n\n$$\na = b\n$$ (eq-ab)\n\nand {eq}`eq-ab`. ({cite:t}`one2020`)\n```",
+    "```{prf:remark}\n:label: rem-x\n:nonumber:\n\nA remark.\n```\n\n"
+    "```{admonition} Careful\n:class: warning\n\nNested {math}`x^2`:\n\n```{note}\nInner.\n```\n```",
+    ":::{dropdown} More\nHidden {cite}`one2020,solo1999`.\n:::\n\n"
+    "\\begin{align}\nx &= 1\\\\\ny &= 2\n\\end{align}\n\n```{math}\n:label: eq-m\nc = d\n```",
+    "## Exercises\n\n````{exercise} Do it\n:label: ex-do\n\nCompute $x +\ny$ now.\n\n    check(x)\n````\n\n"
+    "````{solution} ex-do\n:class: dropdown\n\nUse {prf:ref}`thm-big`.\n\n```python\nx = 1\n```\n````",
+    "```{exercise} Gated\n:label: ex-gated\n\nRun it.\n```",
+    "```{solution-start} ex-gated\n:class: dropdown\n```\nThe code:",
+    None,  # a code cell
+    "```{solution-end}\n```",
+]
+
+
+def small_book(tmp_path: Path) -> Path:
+    (tmp_path / "_config.yml").write_text(CONFIG)
+    (tmp_path / "_toc.yml").write_text(TOC)
+    (tmp_path / "refs.bib").write_text(BIB)
+    (tmp_path / "intro.md").write_text("# Home\n\nWelcome.\n")
+    (tmp_path / "ch").mkdir()
+    a = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "# Chapter A\n\n```{prf:lemma} First\n:label: lem-a\n\nA.\n```\n\n$$ x $$ (eq-a)")])
+    nbformat.write(a, tmp_path / "ch" / "01_a.ipynb")
+    cells = [nbformat.v4.new_code_cell("answer = 42", outputs=[nbformat.v4.new_output(
+        "stream", name="stdout", text="42\n")]) if s is None else nbformat.v4.new_markdown_cell(s)
+        for s in CHAPTER_B]
+    b = nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nbformat.write(b, tmp_path / "ch" / "02_b.ipynb")
+    return tmp_path
+
+
+def test_the_renderer_on_every_construct(tmp_path):
+    book = portable.Book(small_book(tmp_path))
+    assert book.base_url == "https://org.github.io/repo/"
+    assert book.labels["lem-small"].number == (2, 1) and book.labels["thm-big"].number == (2, 1)
+    assert book.labels["eq-ab"].number == (2, 1) and book.labels["eq-m"].number == (2, 2)
+    assert book.labels["ex-gated"].number == (2, 2) and book.labels["sec-first"].number == (2, 1)
+    nb = portable.portable_notebook(tmp_path / "ch" / "02_b.ipynb", book)
+    text = "\n\n".join(markdown(nb))
+    assert leftovers(text) == [], leftovers(text)
+    url = "https://org.github.io/repo/ch/02_b.html"
+    for expected in [
+        "# 2. Chapter B", "## 2.1. First section",
+        "[Chapter A](https://org.github.io/repo/ch/01_a.html)", "[Home](https://org.github.io/repo/intro.html)",
+        "> **Lemma 2.1** (Small)\n>\n> It holds.", "*Proof.* Trivial. ∎",
+        "> **Theorem 2.1** (Big)", f"[Lemma 2.1]({url}#lem-small)", f"[First section]({url}#sec-first)",
+        f"[Section 2.1]({url}#sec-first)", "> $$ a = b \\tag{2.1} $$", f"[(2.1)]({url}#equation-eq-ab)",
+        "(One et al. (2020))", "> **Remark**\n>\n> A remark.",
+        "> **Careful**", "Nested $x^2$:", "> > **Note**\n> >\n> > Inner.",
+        "<details>\n<summary>More</summary>\n\nHidden (One et al., 2020; van Solo, 1999).",
+        "$$\n\\begin{align}\nx &= 1\\\\\ny &= 2\n\\end{align}\n$$", "$$\nc = d\n\\tag{2.2}\n$$",
+        "> **Exercise 2.1** (Do it)\n>\n> Compute $x + y$ now.\n>\n>     check(x)",
+        "<details>\n<summary>Solution to Exercise 2.1 (Do it)</summary>\n\nUse [Theorem 2.1]",
+        "```python\nx = 1\n```\n\n</details>",
+        "**Solution to Exercise 2.2** (Gated)\n\nThe code:", "*End of the solution to Exercise 2.2.*",
+        "- **One et al. (2020)**. Ann One, Bob Two, and Cy Three. A title. *J*, 2020.",
+        "- **van Solo (1999)**. Han van Solo. *Alone*. P, 1999.",
+    ]:
+        assert expected in text, f"missing:\n{expected}\n--- in ---\n{text}"
+    assert [c.source for c in nb.cells if c.cell_type == "code"] == ["answer = 42"]
+    student, _ = make_assignments.student_notebook(nbformat.read(tmp_path / "ch" / "02_b.ipynb", as_version=4))
+    s = portable.render_notebook(student, "ch/02_b", book, "student")[0]
+    stext = "\n".join(markdown(s))
+    assert "Solution" not in stext and "<details>\n<summary>More" in stext and "**Exercise 2.2**" in stext
+    assert [c.source for c in s.cells if c.cell_type == "code"] == ["check(x)"]
+    # A student rendering drops any solution still in the notebook, gated ones with their code.
+    full = nbformat.read(tmp_path / "ch" / "02_b.ipynb", as_version=4)
+    s = portable.render_notebook(full, "ch/02_b", book, "student")[0]
+    assert "Solution" not in "\n".join(markdown(s)) and "**Exercise 2.2**" in "\n".join(markdown(s))
+    assert [c.source for c in s.cells if c.cell_type == "code"] == []
+
+
+def test_unknown_syntax_and_labels_are_errors(tmp_path):
+    book = portable.Book(small_book(tmp_path))
+    renderer = portable.Renderer(book, "ch/02_b")
+    with pytest.raises(portable.PortableError, match="unknown label"):
+        renderer.render("See {prf:ref}`thm-missing`.")
+    with pytest.raises(portable.PortableError, match="not supported"):
+        renderer.render("```{glossary}\nx\n```")
+    with pytest.raises(portable.PortableError, match="not supported"):
+        renderer.render("{sub-ref}`x`")
+    with pytest.raises(portable.PortableError, match="not in the bibliography"):
+        renderer.render("{cite}`nobody2000`")
+
+
+# --------------------------------------------------------------------------- against the built site
+
+
+def built_site(*inputs: Path) -> Path:
+    """The built HTML to compare with, or skip (fail when PORTABLE_REQUIRE_SITE is set).
+
+    The site must be newer than the chapters, _toc.yml and ``inputs``.
+    """
+    html = Path(os.environ.get("PORTABLE_SITE_HTML", ROOT / "_build" / "html"))
+    required = os.environ.get("PORTABLE_REQUIRE_SITE")
+    pages = [html / (page.docname + ".html") for page in BOOK.chapters()]
+    reason = None
+    if not all(p.exists() for p in pages):
+        reason = f"no built site in {html} (make book builds one)"
+    else:
+        sources = [page.path for page in BOOK.chapters()] + [ROOT / "_toc.yml", *inputs]
+        if min(p.stat().st_mtime for p in pages) < max(p.stat().st_mtime for p in sources):
+            reason = f"the site in {html} is older than the chapters (make book rebuilds it)"
+    if reason:
+        if required:
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return html
+
+
+def site_numbers(html_file: Path) -> tuple[dict[str, str], list[str]]:
+    """``{anchor: number shown}`` for the boxes and equations of a page, and its section numbers in order."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html_file.read_text(), "html.parser")
+    numbers = {}
+    for box in soup.select("div.admonition[id]"):
+        caption = box.select_one(".admonition-title .caption-number")
+        if caption is not None:
+            numbers[box["id"]] = " ".join(caption.get_text().split())
+    for eq in soup.select("div.math[id]"):
+        eqno = eq.select_one(".eqno")
+        if eqno is not None:
+            numbers[eq["id"]] = eqno.get_text().replace("#", "").strip()
+    sections = [s.get_text().strip().rstrip(".") for h in soup.select("main h2, main h3, main h4")
+                for s in h.select("span.section-number")]
+    return numbers, sections
+
+
+@by_chapter
+def test_numbers_match_the_built_site(chapter):
+    html = built_site()
+    docname = BOOK.docname_of(chapter)
+    page = BOOK.pages[docname]
+    numbers, sections = site_numbers(html / (docname + ".html"))
+    ours = {}
+    for t in BOOK.labels.values():
+        if t.docname != docname or not t.number or t.kind in ("section", "target", "solution"):
+            continue
+        ours[t.anchor] = f"({t.numbered})" if t.kind == "equation" else f"{t.kind.capitalize()} {t.numbered}"
+    assert ours and ours == numbers
+    assert [".".join(map(str, n)) for level, n, _ in page.sections if level > 1] == sections
+    # And the portable notebook shows those numbers.
+    text = "\n".join(markdown(reader(chapter)))
+    for anchor, shown in ours.items():
+        assert (f"\\tag{{{shown[1:-1]}}}" if shown.startswith("(") else f"**{shown}**") in text
+
+
+@by_chapter
+def test_links_point_to_anchors_of_the_built_site(chapter):
+    html = built_site()
+    text = "\n".join(markdown(reader(chapter)))
+    for url in sorted(set(re.findall(r"\]\((https?://[^)\s]+)\)", text))):
+        if not url.startswith(BOOK.base_url):
+            continue
+        path, _, anchor = url[len(BOOK.base_url):].partition("#")
+        page = html / path
+        assert page.exists(), f"{chapter.name}: {url} is not a page of the site"
+        if anchor:
+            assert f'id="{anchor}"' in page.read_text(), f"{chapter.name}: no anchor #{anchor} in {path}"
+
+
+@by_chapter
+def test_the_built_site_download_button_gives_the_portable_notebook(chapter):
+    html = built_site(ROOT / "tools" / "portable.py", ROOT / "book" / "_ext" / "portable_downloads.py")
+    docname = BOOK.docname_of(chapter)
+    page = (html / (docname + ".html")).read_text()
+    link = f"_sources/{docname}.ipynb"
+    assert re.search(rf'href="(\.\./)*{re.escape(link)}"', page), f"no download link to {link}"
+    assert (html / link).read_text() == portable.notebook_text(reader(chapter))

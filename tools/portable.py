@@ -1,0 +1,1058 @@
+#!/usr/bin/env python3
+"""Render the book's MyST notebooks as portable notebooks: plain Markdown and LaTeX.
+
+Usage:
+    python tools/portable.py --all                    # every chapter -> notebooks/<chapter>.ipynb
+    python tools/portable.py chapters/03_head_count.ipynb -o /tmp/ch3.ipynb [--student]
+    python tools/portable.py --check                  # fail if notebooks/ is not a fresh rendering
+
+The chapters are written in MyST (Jupyter Book). Opened in JupyterLab, Colab, VS Code
+or as a downloaded .ipynb, their theorems, proofs, exercises and cross-references
+would show as raw directive blocks and roles. A *portable* notebook is the same
+notebook with its markdown rendered to what every Jupyter front end shows without
+extensions; code cells and their outputs are copied unchanged (the notebook is still
+checkable with nbval):
+
+* ``{prf:theorem}`` (and lemma, definition, proposition, corollary, example, remark,
+  ...) becomes a bold numbered title, "**Theorem 3.1** (Head-count theorem)", with the
+  body in a quote block; ``{prf:proof}`` becomes "*Proof.* ... ∎";
+* ``{exercise}`` becomes "**Exercise 3.1** (Title)" with the prompt in a quote block;
+  a ``{solution}`` becomes a collapsible ``<details>`` block "Solution to Exercise 3.1";
+  a gated solution (``{solution-start}`` ... code cells ... ``{solution-end}``) keeps its
+  cells between a "**Solution to Exercise 3.1**" header and an end line;
+* admonitions (``{admonition}``, ``{note}``, ``{tip}``, ...) become quote blocks with a
+  bold title (``:class: dropdown`` ones become ``<details>``);
+* ``{prf:ref}``, ``{ref}``, ``{numref}``, ``{eq}`` and ``{doc}`` become the text the site
+  shows ("Lemma 2.1", "Exercise 3.2", a section's title, "(2.1)", a page's title),
+  linked to that page and anchor on the site; ``{cite}`` becomes "(Press et al., 2022)"
+  (``{cite:t}``: "Press et al. (2022)"), and the works cited are listed at the end;
+* labelled equations get the site's number as ``\\tag{2.1}``; bare amsmath
+  environments and ``{math}`` directives are wrapped in ``$$``; ``{math}`` roles become
+  ``$...$``; ``(label)=`` targets are dropped; headings get the site's section numbers.
+
+Numbers are computed here, not read from a build: chapter N is the N-th entry of the
+numbered part of _toc.yml, and theorems (per kind), exercises, labelled equations and
+sections are counted in document order within each chapter, as sphinx-proof,
+sphinx-exercise and Sphinx number them. ``book/_ext/portable_downloads.py`` compares
+these numbers with Sphinx's own on every site build (a mismatch is a build warning),
+and tests/test_portable.py compares them with a built site's HTML.
+
+The site's address comes from _config.yml: ``html.baseurl`` if set, else the GitHub
+Pages address of ``repository.url`` (github.com/ORG/REPO -> https://ORG.github.io/REPO/).
+
+A *student* rendering (``--student``) is made from the student version of a chapter
+(tools/make_assignments.py: solutions removed, stubs in code cells, outputs cleared);
+any solution left is dropped. Importable: ``Book``, ``render_notebook``,
+``portable_notebook``, ``write_all``. Needs nbformat, PyYAML and pybtex.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import posixpath
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "notebooks"
+
+# sphinx-proof's directives with a numbered, titled box (all but proof).
+PRF_KINDS = ("axiom", "theorem", "lemma", "algorithm", "definition", "remark", "conjecture",
+             "corollary", "criterion", "example", "property", "observation", "proposition",
+             "assumption", "notation")
+# Admonition directives with a fixed title.
+ADMONITIONS = {"note": "Note", "tip": "Tip", "hint": "Hint", "important": "Important",
+               "warning": "Warning", "caution": "Caution", "attention": "Attention",
+               "danger": "Danger", "error": "Error", "seealso": "See also"}
+AMS_ENVIRONMENTS = ("equation", "multline", "gather", "align", "alignat", "flalign",
+                    "eqnarray")
+
+# ```{name} argument   or   :::{name} argument
+DIRECTIVE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w:-]*)\}(?P<arg>.*)$")
+CODE_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
+OPTION = re.compile(r"^:(?P<key>[A-Za-z][\w-]*):(?:\s+(?P<value>.*?))?\s*$")
+TARGET = re.compile(r"^ {0,3}\((?P<label>[^()\s]+)\)=\s*$")
+HEADING = re.compile(r"^ {0,3}(?P<hashes>#{1,6})\s+(?P<text>.*?)(?:\s+#+)?\s*$")
+MATH_LABEL = re.compile(r"^\$\$\s*\((?P<label>[^()\s]+)\)\s*$")
+ONE_LINE_MATH = re.compile(r"^\$\$(?P<body>.+?)\$\$\s*(?:\((?P<label>[^()\s]+)\))?\s*$")
+BARE_ENV = re.compile(r"^\s*\\begin\{(?P<env>(?:%s)\*?)\}" % "|".join(AMS_ENVIRONMENTS))
+# A role, or an inline code span (left as it is).
+INLINE = re.compile(r"\{(?P<role>[A-Za-z][\w:+-]*)\}(?P<ticks>`+)(?P<content>.+?)(?P=ticks)(?!`)"
+                    r"|(?P<cticks>`+)(?P<code>.+?)(?P=cticks)(?!`)", re.S)
+EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+
+
+class PortableError(ValueError):
+    """The source uses MyST that this tool cannot render, or a reference it cannot resolve."""
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass
+class Block:
+    """One top-level element of a markdown text."""
+    kind: str                          # directive | code | math | target | text
+    lines: list[str]                   # the source lines (text: one line)
+    name: str = ""                     # directive name
+    arg: str = ""                      # directive argument
+    options: dict = field(default_factory=dict)
+    body: list[str] = field(default_factory=list)   # directive body, math content
+    label: str = ""                    # target, labelled math
+    indent: str = ""                   # math: the indentation of its $$ lines
+
+
+def _closing(line: str, fence: str) -> bool:
+    s = line.strip()
+    return len(s) >= len(fence) and set(s) == {fence[0]}
+
+
+def _options(body: list[str]) -> tuple[dict, list[str]]:
+    """A directive's options (``:key: value`` lines or a ``---`` YAML block) and the rest of its body."""
+    options, k = {}, 0
+    if body and body[0].strip() == "---":
+        import yaml
+        end = next((j for j in range(1, len(body)) if body[j].strip() == "---"), None)
+        if end is None:
+            raise PortableError("a directive's YAML options block has no closing ---")
+        options = yaml.safe_load("\n".join(body[1:end])) or {}
+        k = end + 1
+    else:
+        while k < len(body) and (m := OPTION.match(body[k])):
+            options[m.group("key")] = (m.group("value") or "").strip()
+            k += 1
+    rest = body[k:]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    while rest and not rest[-1].strip():
+        rest = rest[:-1]
+    return options, rest
+
+
+def parse(lines: list[str]) -> list[Block]:
+    """Split markdown ``lines`` into top-level blocks (directive bodies are not parsed here)."""
+    blocks, i, n = [], 0, len(lines)
+    while i < n:
+        line = lines[i]
+        if m := DIRECTIVE.match(line):
+            fence = m.group("fence")
+            j = i + 1
+            while j < n and not _closing(lines[j], fence):
+                j += 1
+            options, body = _options(lines[i + 1:j])
+            blocks.append(Block("directive", lines[i:j + 1], name=m.group("name"),
+                                arg=m.group("arg").strip(), options=options, body=body))
+            i = j + 1
+            continue
+        if (m := CODE_FENCE.match(line)) and not (m.group("fence")[0] == "`" and "`" in m.group("info")):
+            fence = m.group("fence")
+            j = i + 1
+            while j < n and not _closing(lines[j], fence):
+                j += 1
+            blocks.append(Block("code", lines[i:j + 1]))
+            i = j + 1
+            continue
+        stripped = line.strip()
+        if stripped.startswith("$$"):
+            indent = line[:len(line) - len(line.lstrip())]
+            if m := ONE_LINE_MATH.match(stripped):
+                blocks.append(Block("math", [line], body=[m.group("body").strip()],
+                                    label=m.group("label") or "", indent=indent))
+                i += 1
+                continue
+            first = stripped[2:].strip()
+            j = i + 1
+            while j < n and "$$" not in lines[j]:
+                j += 1
+            if j == n:
+                raise PortableError(f"a $$ display equation is not closed: {line!r}")
+            last = lines[j].strip()
+            before, _, after = last.partition("$$")
+            label = ""
+            if after.strip():
+                lm = re.fullmatch(r"\s*\((?P<label>[^()\s]+)\)\s*", after)
+                if not lm:
+                    raise PortableError(f"text after a closing $$: {lines[j]!r}")
+                label = lm.group("label")
+            body = ([first] if first else []) + [ln for ln in lines[i + 1:j]] + ([before] if before.strip() else [])
+            blocks.append(Block("math", lines[i:j + 1], body=body, label=label, indent=indent))
+            i = j + 1
+            continue
+        if m := TARGET.match(line):
+            blocks.append(Block("target", [line], label=m.group("label")))
+            i += 1
+            continue
+        if BARE_ENV.match(line):
+            env = BARE_ENV.match(line).group("env")
+            j = i
+            while j < n and f"\\end{{{env}}}" not in lines[j]:
+                j += 1
+            if j == n:
+                raise PortableError(f"\\begin{{{env}}} is not closed")
+            indent = line[:len(line) - len(line.lstrip())]
+            blocks.append(Block("math", lines[i:j + 1], body=lines[i:j + 1], indent=indent,
+                                name="bare"))
+            i = j + 1
+            continue
+        blocks.append(Block("text", [line]))
+        i += 1
+    return blocks
+
+
+# --------------------------------------------------------------------------- the book
+
+
+@dataclass
+class Target:
+    """Something a reference can point to, with the number and title the site shows."""
+    label: str
+    kind: str            # a PRF kind, exercise, solution, equation, section, target
+    docname: str
+    number: tuple | None
+    title: str = ""
+    anchor: str = ""
+    exercise: str = ""   # solution: the label of its exercise
+
+    @property
+    def numbered(self) -> str:
+        return ".".join(map(str, self.number)) if self.number else ""
+
+
+@dataclass
+class Page:
+    docname: str
+    path: Path
+    number: tuple | None          # chapter number, e.g. (3,), None if not numbered
+    title: str = ""
+    sections: list = field(default_factory=list)  # (level, number or None, title) in order
+    exercises: list = field(default_factory=list)  # labels of exercises, in order
+
+
+def _strip_front_matter(text: str) -> str:
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            return text[end + 4:].lstrip("\n")
+    return text
+
+
+def markdown_cells(path: Path) -> list[str]:
+    """The markdown of a page: its markdown cells (a notebook) or its text (a .md file)."""
+    if path.suffix == ".ipynb":
+        nb = nbformat.read(path, as_version=4)
+        return [c.source for c in nb.cells if c.cell_type == "markdown"]
+    return [_strip_front_matter(path.read_text())]
+
+
+def site_base_url(config: dict) -> str | None:
+    """The site's address: html.baseurl, else the GitHub Pages address of repository.url."""
+    base = (config.get("html") or {}).get("baseurl")
+    if base:
+        return base.rstrip("/") + "/"
+    url = (config.get("repository") or {}).get("url") or ""
+    m = re.match(r"^(?:https?://)?(?:www\.)?github\.com/(?P<org>[^/\s]+)/(?P<repo>[^/\s]+?)(?:\.git)?/?$", url)
+    if m:
+        return f"https://{m.group('org').lower()}.github.io/{m.group('repo')}/"
+    return None
+
+
+class Book:
+    """Every page of a book (from its _toc.yml) with the numbers and titles the site shows."""
+
+    def __init__(self, root: Path = ROOT):
+        import yaml
+
+        self.root = Path(root)
+        self.config = yaml.safe_load((self.root / "_config.yml").read_text()) or {}
+        self.toc = yaml.safe_load((self.root / "_toc.yml").read_text()) or {}
+        self.base_url = site_base_url(self.config)
+        self.title = self.config.get("title", "")
+        self.pages: dict[str, Page] = {}
+        self.labels: dict[str, Target] = {}
+        self.root_doc = self._docname(self.toc.get("root", "index"))
+        multitoc = (self.config.get("html") or {}).get("use_multitoc_numbering", True)
+        self._add(self.root_doc, None)
+        counter = [0]
+        for part in self.toc.get("parts", []) or [{"chapters": self.toc.get("chapters", [])}]:
+            numbered = bool(part.get("numbered"))
+            if numbered and not multitoc:
+                counter = [0]
+            for entry in part.get("chapters", []) or []:
+                self._entry(entry, numbered, counter, ())
+        for page in self.pages.values():
+            self._index(page)
+        self._bib = None
+
+    # -- the table of contents
+
+    @staticmethod
+    def _docname(name: str) -> str:
+        return re.sub(r"\.(ipynb|md)$", "", str(name)).strip("/")
+
+    def _entry(self, entry: dict, numbered: bool, counter: list, prefix: tuple):
+        if "file" not in entry:
+            return
+        number = None
+        if numbered:
+            counter[-1] += 1
+            number = prefix + (counter[-1],)
+        self._add(self._docname(entry["file"]), number)
+        sub = [0]
+        for section in entry.get("sections", []) or []:
+            self._entry(section, numbered, sub, number or ())
+
+    def _add(self, docname: str, number: tuple | None):
+        for suffix in (".ipynb", ".md"):
+            path = self.root / (docname + suffix)
+            if path.exists():
+                self.pages[docname] = Page(docname, path, number)
+                return
+        raise PortableError(f"_toc.yml lists {docname}, which is neither a .ipynb nor a .md file")
+
+    # -- labels and numbers, in document order
+
+    def _index(self, page: Page):
+        counts: dict[str, int] = {}
+        state = {"pending": [], "levels": []}
+
+        def count(kind: str) -> tuple | None:
+            if page.number is None:
+                return None
+            counts[kind] = counts.get(kind, 0) + 1
+            return page.number + (counts[kind],)
+
+        def add(target: Target):
+            if target.label in self.labels:
+                other = self.labels[target.label]
+                raise PortableError(f"label {target.label!r} is defined twice ({other.docname}, {page.docname})")
+            self.labels[target.label] = target
+
+        def walk(lines: list[str], top: bool):
+            for block in parse(lines):
+                if block.kind == "target":
+                    state["pending"].append(block.label)
+                    continue
+                if block.kind == "text" and not block.lines[0].strip():
+                    continue
+                pending, state["pending"] = state["pending"], []
+                if block.kind == "text" and top and (m := HEADING.match(block.lines[0])):
+                    title, level = m.group("text"), len(m.group("hashes"))
+                    number = self._section_number(page, level, state["levels"])
+                    if level == 1 and not page.title:
+                        page.title = title
+                    page.sections.append((level, number, title))
+                    for label in pending:
+                        add(Target(label, "section", page.docname, number, title, label))
+                    continue
+                for label in pending:
+                    add(Target(label, "target", page.docname, None, "", label))
+                if block.kind == "math" and block.label:
+                    add(Target(block.label, "equation", page.docname, count("displaymath"), "",
+                               "equation-" + block.label))
+                if block.kind != "directive":
+                    continue
+                name, options = block.name, block.options
+                label = str(options.get("label", "")).strip()
+                kind = name.split(":", 1)[1] if name.startswith("prf:") else name
+                if name.startswith("prf:") and kind in PRF_KINDS:
+                    number = None if "nonumber" in options else count(kind)
+                    if label:
+                        add(Target(label, kind, page.docname, number, block.arg, label))
+                elif name in ("exercise", "exercise-start"):
+                    number = None if "nonumber" in options else count("exercise")
+                    if label:
+                        add(Target(label, "exercise", page.docname, number, block.arg, label))
+                        page.exercises.append(label)
+                elif name in ("solution", "solution-start"):
+                    if label:
+                        add(Target(label, "solution", page.docname, None, "", label, exercise=block.arg))
+                elif name == "math" and label:
+                    add(Target(label, "equation", page.docname, count("displaymath"), "",
+                               "equation-" + label))
+                elif name.startswith("prf:") and kind != "proof":
+                    raise PortableError(f"{page.docname}: unknown sphinx-proof directive {{{name}}}")
+                walk(block.body, False)
+
+        for text in markdown_cells(page.path):
+            walk(text.split("\n"), True)
+
+    @staticmethod
+    def _section_number(page: Page, level: int, levels: list) -> tuple | None:
+        """The site's number of a heading at ``level`` (h1 is the page; h2 is N.1, h3 N.1.1, ...)."""
+        if level == 1:
+            levels.clear()
+            return page.number
+        depth = level - 1
+        while len(levels) < depth:
+            levels.append(0)
+        del levels[depth:]
+        levels[depth - 1] += 1
+        for k in range(depth - 1):
+            levels[k] = max(levels[k], 1)
+        return page.number + tuple(levels) if page.number else None
+
+    # -- addresses
+
+    def url(self, docname: str, anchor: str = "") -> str | None:
+        if not self.base_url:
+            return None
+        return self.base_url + docname + ".html" + (f"#{anchor}" if anchor else "")
+
+    def docname_of(self, path: Path) -> str:
+        """The docname of a page's file (chapters/03_head_count.ipynb -> chapters/03_head_count)."""
+        try:
+            rel = Path(path).resolve().relative_to(self.root.resolve())
+        except ValueError:
+            rel = None
+        if rel is not None and self._docname(rel.as_posix()) in self.pages:
+            return self._docname(rel.as_posix())
+        stem = Path(path).stem
+        found = [d for d in self.pages if d.rsplit("/", 1)[-1] == stem]
+        if len(found) == 1:
+            return found[0]
+        raise PortableError(f"{path} is not a page of the book in {self.root}")
+
+    def chapters(self) -> list[Page]:
+        """The pages that are notebooks, in table-of-contents order."""
+        return [p for p in self.pages.values() if p.path.suffix == ".ipynb"]
+
+    # -- bibliography
+
+    def bibliography(self):
+        if self._bib is None:
+            from pybtex.database import parse_file
+            files = self.config.get("bibtex_bibfiles") or []
+            entries = {}
+            for name in files:
+                entries.update(parse_file(str(self.root / name)).entries)
+            self._bib = entries
+        return self._bib
+
+
+# --------------------------------------------------------------------------- citations
+
+
+def _latex_text(text: str) -> str:
+    from pybtex.richtext import Text
+    return str(Text.from_latex(text)).strip()
+
+
+def _last_name(person) -> str:
+    return _latex_text(" ".join(person.prelast_names + person.last_names))
+
+
+def _persons(entry):
+    return entry.persons.get("author") or entry.persons.get("editor") or []
+
+
+def cite_names(entry, full: bool = False) -> str:
+    people = _persons(entry)
+    names = [_last_name(p) for p in people]
+    others = bool(names) and names[-1].lower() == "others"
+    if others:
+        names = names[:-1]
+    if not names:
+        return _latex_text(entry.fields.get("organization", entry.fields.get("title", "Anon.")))
+    if full and not others:
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    if len(names) == 1 and not others:
+        return names[0]
+    if len(names) == 2 and not others:
+        return f"{names[0]} and {names[1]}"
+    return f"{names[0]} et al."
+
+
+def cite_year(entry) -> str:
+    return entry.fields.get("year", "n.d.")
+
+
+def reference_line(entry) -> str:
+    """One entry of the reference list, in pybtex's plain style, as Markdown."""
+    from pybtex.plugin import find_plugin
+    style = find_plugin("pybtex.style.formatting", "plain")()
+    backend = find_plugin("pybtex.backends", "markdown")()
+    formatted = style.format_entry(entry.key, entry)
+    text = " ".join(formatted.text.render(backend).split())
+    # pybtex escapes every punctuation mark; inside a list item only these need it.
+    return re.sub(r"\\([.()\-:!?'\"/,;=])", r"\1", text)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+class Renderer:
+    """Renders the markdown of one page of ``book`` (``kind``: reader or student)."""
+
+    def __init__(self, book: Book, docname: str, kind: str = "reader"):
+        if kind not in ("reader", "student"):
+            raise ValueError(f"kind must be 'reader' or 'student', got {kind!r}")
+        if docname not in book.pages:
+            raise PortableError(f"{docname} is not a page of the book")
+        self.book, self.docname, self.kind = book, docname, kind
+        self.page = book.pages[docname]
+        self.cited: list[str] = []
+        self.headings = 0            # headings seen (to give each its number, in order)
+        self.stats = {"directives": 0, "references": 0, "citations": 0, "solutions": 0}
+
+    # -- references
+
+    def target(self, label: str) -> Target:
+        if label not in self.book.labels:
+            raise PortableError(f"{self.docname}: unknown label {label!r}")
+        return self.book.labels[label]
+
+    def link(self, text: str, docname: str, anchor: str = "") -> str:
+        url = self.book.url(docname, anchor)
+        self.stats["references"] += 1
+        return f"[{text}]({url})" if url else text
+
+    def ref_text(self, t: Target, role: str) -> str:
+        if t.kind == "equation":
+            return f"({t.numbered})" if role == "eq" else f"Equation ({t.numbered})"
+        if t.kind == "section":
+            if role == "numref" and t.number:
+                return f"Section {t.numbered}"
+            return self.inline(t.title)
+        if t.kind == "solution":
+            return "Solution to " + self.ref_text(self.target(t.exercise), "ref")
+        if t.kind == "target":
+            raise PortableError(f"{self.docname}: a reference to {t.label!r} needs explicit text "
+                                "(it labels no heading)")
+        name = t.kind.capitalize()
+        if t.number:
+            return f"{name} {t.numbered}"
+        return self.inline(t.title) if t.title else name
+
+    def reference(self, role: str, content: str) -> str:
+        text, label = None, content.strip()
+        if m := EXPLICIT.match(content.strip()):
+            text, label = m.group("text"), m.group("target").strip()
+        if role == "doc":
+            here = posixpath.dirname(self.docname)
+            docname = posixpath.normpath(label[1:] if label.startswith("/") else posixpath.join(here, label))
+            docname = Book._docname(docname)
+            if docname not in self.book.pages:
+                raise PortableError(f"{self.docname}: {{doc}} to an unknown page {label!r}")
+            page = self.book.pages[docname]
+            return self.link(self.inline(text) if text else self.inline(page.title), docname)
+        t = self.target(label)
+        if role == "numref" and text:
+            text = text.replace("%s", t.numbered).replace("{number}", t.numbered)
+            text = text.replace("{name}", t.title)
+        shown = self.inline(text) if text else self.ref_text(t, role)
+        return self.link(shown, t.docname, t.anchor)
+
+    def cite(self, role: str, content: str) -> str:
+        bib = self.book.bibliography()
+        keys = [k.strip() for k in content.split(",") if k.strip()]
+        for key in keys:
+            if key not in bib:
+                raise PortableError(f"{self.docname}: {{cite}} of {key!r}, which is not in the bibliography")
+            if key not in self.cited:
+                self.cited.append(key)
+        self.stats["citations"] += 1
+        variant = role.split(":", 1)[1] if ":" in role else "p"
+        full = variant.endswith("s")
+        entries = [bib[k] for k in keys]
+        if variant in ("t", "ts"):
+            return "; ".join(f"{cite_names(e, full)} ({cite_year(e)})" for e in entries)
+        if variant in ("author", "authors"):
+            return "; ".join(cite_names(e, full) for e in entries)
+        if variant == "year":
+            return "; ".join(cite_year(e) for e in entries)
+        if variant in ("p", "ps"):
+            return "(" + "; ".join(f"{cite_names(e, full)}, {cite_year(e)}" for e in entries) + ")"
+        raise PortableError(f"{self.docname}: unknown citation role {{{role}}}")
+
+    def role(self, role: str, content: str) -> str:
+        if role in ("prf:ref", "ref", "numref", "eq", "doc"):
+            return self.reference(role, content)
+        if role == "cite" or role.startswith("cite:"):
+            return self.cite(role, content)
+        if role == "math":
+            return f"${content}$"
+        if role in ("code", "samp", "file", "command", "kbd"):
+            return f"`{content}`"
+        if role in ("abbr", "term", "dfn", "sub", "sup"):
+            return EXPLICIT.match(content).group("text") if EXPLICIT.match(content) else content
+        raise PortableError(f"{self.docname}: the role {{{role}}} is not supported by tools/portable.py")
+
+    def inline(self, text: str) -> str:
+        def replace(m: re.Match) -> str:
+            if m.group("role"):
+                return self.role(m.group("role"), m.group("content"))
+            return m.group(0)
+        return INLINE.sub(replace, text)
+
+    # -- blocks
+
+    def render(self, text: str) -> str:
+        lines = self.render_lines(text.split("\n"), top=True)
+        return _tidy(lines)
+
+    def render_lines(self, lines: list[str], top: bool = False) -> list[str]:
+        out: list[str] = []
+        paragraph: list[str] = []
+
+        def flush():
+            if paragraph:
+                out.extend(self.inline("\n".join(paragraph)).split("\n"))
+                paragraph.clear()
+
+        for block in parse(lines):
+            if block.kind == "text":
+                line = block.lines[0]
+                m = HEADING.match(line)
+                if m and top:
+                    flush()
+                    out.append(self.heading(m))
+                    continue
+                paragraph.append(line)
+                continue
+            flush()
+            if block.kind == "target":
+                continue
+            if block.kind == "code":
+                out.extend(block.lines)
+            elif block.kind == "math":
+                out.extend(self.math(block))
+            else:
+                out.extend(self.directive(block))
+        flush()
+        return out
+
+    def heading(self, m: re.Match) -> str:
+        level, title = len(m.group("hashes")), m.group("text")
+        sections = self.page.sections
+        number = None
+        # The next heading of the page with this level and title (a student version may
+        # lack some, e.g. inside a removed solution; the order is the same).
+        for k in range(self.headings, len(sections)):
+            if sections[k][0] == level and sections[k][2] == title:
+                number, self.headings = sections[k][1], k + 1
+                break
+        prefix = ".".join(map(str, number)) + ". " if number else ""
+        return "#" * level + " " + prefix + self.inline(title)
+
+    def math(self, block: Block) -> list[str]:
+        body = list(block.body)
+        if block.name == "bare":           # \begin{align} ... outside $$: Jupyter needs the $$
+            return [block.indent + "$$"] + body + [block.indent + "$$"]
+        if _top_level_break(body):
+            body = ["\\begin{split}"] + body + ["\\end{split}"]
+        if block.label:
+            t = self.target(block.label)
+            if t.number:
+                body.append(f"\\tag{{{t.numbered}}}")
+        return [block.indent + "$$"] + [ln if ln.startswith(block.indent) else block.indent + ln
+                                         for ln in body] + [block.indent + "$$"]
+
+    def directive(self, block: Block) -> list[str]:
+        name, arg, options = block.name, block.arg, block.options
+        self.stats["directives"] += 1
+        kind = name.split(":", 1)[1] if name.startswith("prf:") else name
+        if name.startswith("prf:") and kind in PRF_KINDS:
+            label = str(options.get("label", ""))
+            t = self.book.labels.get(label) if label else None
+            head = f"**{kind.capitalize()}{' ' + t.numbered if t and t.number else ''}**"
+            if t is None and "nonumber" not in options:
+                raise PortableError(f"{self.docname}: a {{{name}}} without a :label: cannot be numbered here")
+            if arg:
+                head += f" ({self.inline(arg)})"
+            return _quote([head, ""] + self.render_lines(block.body))
+        if name == "prf:proof":
+            body = self.render_lines(block.body)
+            title = f"*Proof ({self.inline(arg)}).*" if arg else "*Proof.*"
+            return _proof(title, body)
+        if name in ("exercise", "exercise-start"):
+            label = str(options.get("label", ""))
+            if not label:
+                raise PortableError(f"{self.docname}: an exercise without a :label:")
+            t = self.target(label)
+            head = f"**Exercise{' ' + t.numbered if t.number else ''}**"
+            if arg:
+                head += f" ({self.inline(arg)})"
+            return _quote([head, ""] + self.render_lines(block.body))
+        if name == "solution":
+            if self.kind == "student":
+                return []
+            self.stats["solutions"] += 1
+            summary = self.solution_title(arg)
+            return (["<details>", f"<summary>{_html_inline(summary)}</summary>", ""]
+                    + self.render_lines(block.body) + ["", "</details>"])
+        if name in ("admonition", "dropdown") or name in ADMONITIONS:
+            title = self.inline(arg) if arg else ADMONITIONS.get(name, "")
+            if name in ADMONITIONS and arg:           # {note} Some text: the argument is the body's start
+                title, body = ADMONITIONS[name], [arg, ""] + block.body
+            else:
+                body = block.body
+            classes = str(options.get("class", "")).split()
+            if name == "dropdown" or "dropdown" in classes:
+                return (["<details>", f"<summary>{_html_inline(title)}</summary>", ""]
+                        + self.render_lines(body) + ["", "</details>"])
+            return _quote(([f"**{title}**", ""] if title else []) + self.render_lines(body))
+        if name == "math":
+            content = ([arg] if arg else []) + block.body
+            label = str(options.get("label", ""))
+            return self.math(Block("math", block.lines, body=content, label=label))
+        if name in ("code-block", "code", "sourcecode"):
+            fence = "````" if any(ln.strip().startswith("```") for ln in block.body) else "```"
+            return [fence + arg] + block.body + [fence]
+        if name in ("solution-start", "solution-end"):
+            raise PortableError(f"{self.docname}: {{{name}}} must be the first thing in its own cell")
+        raise PortableError(f"{self.docname}: the directive {{{name}}} is not supported by tools/portable.py")
+
+    def solution_title(self, exercise_label: str) -> str:
+        t = self.target(exercise_label.strip())
+        text = self.ref_text(t, "ref")
+        if t.title:
+            text += f" ({self.inline(t.title)})"
+        return "Solution to " + text
+
+    def references_cell(self) -> str | None:
+        """A markdown list of the works cited on the page (None if none)."""
+        if not self.cited:
+            return None
+        bib = self.book.bibliography()
+        entries = sorted(self.cited, key=lambda k: (cite_names(bib[k]).lower(), cite_year(bib[k]), k))
+        items = [f"- **{cite_names(bib[k])} ({cite_year(bib[k])})**. {reference_line(bib[k])}"
+                 for k in entries]
+        return "\n".join(items)
+
+
+def _tidy(lines: list[str]) -> str:
+    text = "\n".join(lines)
+    text = re.sub(r"\n[ \t]*(\n[ \t]*)+\n", "\n\n", text)
+    return text.strip("\n")
+
+
+def _top_level_break(body: list[str]) -> bool:
+    """Whether display math has a ``\\\\`` outside every environment (MyST wraps it in split)."""
+    depth = 0
+    for token in re.finditer(r"\\begin\{[^}]*\}|\\end\{[^}]*\}|\\\\", "\n".join(body)):
+        s = token.group(0)
+        if s.startswith("\\begin"):
+            depth += 1
+        elif s.startswith("\\end"):
+            depth -= 1
+        elif depth == 0:
+            return True
+    return False
+
+
+def _strip_tex_comment(line: str) -> str:
+    m = re.search(r"(?<!\\)%", line)
+    return line[:m.start()] if m else line
+
+
+def _math_safe(lines: list[str]) -> list[str]:
+    """Lines in which no math span crosses a line break.
+
+    In a quote block every line starts with ``>``; a front end that cuts math out of
+    the text before parsing Markdown (JupyterLab does) would put those ``>`` inside
+    the formula. So display math is joined onto one line, and a line that leaves an
+    inline ``$`` open is joined with the next one.
+    """
+    out, i, n = [], 0, len(lines)
+    fence = None
+    while i < n:
+        line = lines[i]
+        stripped = line.strip()
+        if fence:
+            out.append(line)
+            if _closing(line, fence):
+                fence = None
+            i += 1
+            continue
+        if m := CODE_FENCE.match(line):
+            fence = m.group("fence")
+            out.append(line)
+            i += 1
+            continue
+        if line.startswith("    ") and (not out or not out[-1].strip() or out[-1].startswith("    ")):
+            out.append(line)        # an indented code block
+            i += 1
+            continue
+        if stripped.startswith("$$") and stripped.count("$$") == 1:
+            j = i + 1
+            while j < n and "$$" not in lines[j]:
+                j += 1
+            parts = [_strip_tex_comment(ln).strip() for ln in lines[i:j + 1]]
+            indent = line[:len(line) - len(line.lstrip())]
+            out.append(indent + " ".join(p for p in parts if p))
+            i = j + 1
+            continue
+        joined = line
+        while _open_dollar(joined) and i + 1 < n and lines[i + 1].strip():
+            i += 1
+            joined = joined.rstrip() + " " + lines[i].strip()
+        out.append(joined)
+        i += 1
+    return out
+
+
+def _open_dollar(line: str) -> bool:
+    """Whether ``line`` leaves an inline ``$...$`` open (code spans and ``\\$`` ignored)."""
+    text = re.sub(r"(`+).*?\1", "", line)
+    text = text.replace("\\$", "").replace("$$", "")
+    return text.count("$") % 2 == 1
+
+
+def _quote(lines: list[str]) -> list[str]:
+    return [("> " + ln) if ln.strip() else ">" for ln in _math_safe(lines)]
+
+
+def _proof(title: str, body: list[str]) -> list[str]:
+    """``*Proof.* ... ∎``: the title starts the first paragraph, the ∎ ends the last one."""
+    body = list(body)
+    while body and not body[-1].strip():
+        body.pop()
+    plain = re.compile(r"^(?![ \t]*(?:[-*+]\s|\d+[.)]\s|\$\$|>|<|#|```|~~~|\|))\S")
+    if body and plain.match(body[0]):
+        body[0] = f"{title} {body[0]}"
+    else:
+        body = [title, ""] + body
+    if body and plain.match(body[-1]) and not body[-1].startswith("    "):
+        body[-1] = body[-1] + " ∎"
+    else:
+        body += ["", "∎"]
+    return body
+
+
+def _html_inline(text: str) -> str:
+    """Markdown emphasis and code in a title, as HTML (a <summary> is not parsed as Markdown)."""
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", text)
+    return text
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+_SOLUTION_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}")
+_SOLUTION_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
+KEPT_METADATA = ("kernelspec", "language_info")
+
+
+def _gated(source: str) -> tuple[Block | None, str]:
+    """The leading {solution-start}/{solution-end} directive of a cell, and the text after it."""
+    lines = source.lstrip("\n").split("\n")
+    blocks = parse(lines)
+    if not blocks or blocks[0].kind != "directive" or blocks[0].name not in ("solution-start", "solution-end"):
+        return None, source
+    first = blocks[0]
+    rest = lines[len(first.lines):]
+    return first, "\n".join(rest)
+
+
+def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
+    """The portable rendering of notebook ``nb`` (page ``docname`` of ``book``); ``nb`` is not changed.
+
+    ``kind="student"``: ``nb`` should be a student version (tools/make_assignments.py);
+    any solution still in it is dropped.
+    """
+    renderer = Renderer(book, docname, kind)
+    out = nbformat.v4.new_notebook()
+    out.nbformat, out.nbformat_minor = nb.get("nbformat", 4), nb.get("nbformat_minor", 5)
+    out.metadata = {k: copy.deepcopy(v) for k, v in nb.get("metadata", {}).items() if k in KEPT_METADATA}
+    if kind == "reader" and "widgets" in nb.get("metadata", {}):
+        out.metadata["widgets"] = copy.deepcopy(nb.metadata["widgets"])
+    cells, gated, titled = [], None, False
+    for index, cell in enumerate(nb.cells):
+        cell = copy.deepcopy(cell)
+        if cell.cell_type != "markdown":
+            if gated is None or kind == "reader":
+                cells.append(cell)
+            continue
+        start, rest = _gated(cell.source)
+        if start is not None and start.name == "solution-start":
+            if gated is not None:
+                raise PortableError(f"{docname}, cell {index}: a {{solution-start}} inside a gated solution")
+            gated = start.arg.strip()
+            if kind == "student":
+                continue
+            renderer.stats["solutions"] += 1
+            title = renderer.solution_title(gated)
+            head = "**" + title.replace(" (", "** (", 1) + ("" if " (" in title else "**")
+            cell.source = _tidy([head, ""] + renderer.render_lines(rest.split("\n")))
+            cells.append(cell)
+            continue
+        if start is not None and start.name == "solution-end":
+            if gated is None:
+                raise PortableError(f"{docname}, cell {index}: a {{solution-end}} without a {{solution-start}}")
+            if rest.strip():
+                raise PortableError(f"{docname}, cell {index}: text after {{solution-end}} in its cell")
+            if kind == "reader":
+                number = renderer.ref_text(renderer.target(gated), "ref")
+                cell.source = f"*End of the solution to {number}.*"
+                cells.append(cell)
+            gated = None
+            continue
+        if gated is not None and kind == "student":
+            continue
+        cell.source = renderer.render(cell.source)
+        if not titled and re.match(r"^# ", cell.source, re.M):
+            cell.source = _with_origin(cell.source, renderer, kind)
+            titled = True
+        if cell.source.strip() or cell.get("attachments"):
+            cells.append(cell)
+    if gated is not None:
+        raise PortableError(f"{docname}: a {{solution-start}} has no {{solution-end}}")
+    references = renderer.references_cell()
+    if references:
+        last_heading = [s for s in renderer.page.sections if s[0] > 1][-1:] or [(0, None, "")]
+        if last_heading[0][2].strip().lower() == "references":
+            text = "Works cited in this chapter:\n\n" + references
+        else:
+            text = "## References\n\n" + references
+        cell = nbformat.v4.new_markdown_cell(text)
+        cell.id = "portable-references"
+        cells.append(cell)
+    out.cells = cells
+    out.metadata["portable"] = {"source": renderer.page.path.relative_to(book.root).as_posix(),
+                                "kind": kind}
+    return out, renderer.stats
+
+
+def _with_origin(source: str, renderer: Renderer, kind: str) -> str:
+    """The title cell with one line saying where the notebook comes from, after the h1."""
+    book, page = renderer.book, renderer.page
+    where = f"Chapter {page.number[0]} of " if page.number else ""
+    home = book.url(book.root_doc)
+    name = f"[{book.title}]({home})" if home else book.title
+    here = book.url(page.docname)
+    line = f"*{where}{name}"
+    if here:
+        line += f"; [this chapter on the site]({here})"
+    line += ". "
+    if kind == "student":
+        line += ("Student version: the solutions are removed, and each exercise's code goes in "
+                 "the code cell after it. ")
+    line += "Numbers of theorems, exercises and equations are the site's.*"
+    lines = source.split("\n")
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("# "))
+    return "\n".join(lines[:k + 1] + ["", line] + lines[k + 1:])
+
+
+def student_version(nb, docname: str, book: Book):
+    """The portable student notebook of chapter notebook ``nb`` (via tools/make_assignments.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import make_assignments
+    finally:
+        sys.path.pop(0)
+    student, _ = make_assignments.student_notebook(nb, where=docname)
+    return render_notebook(student, docname, book, kind="student")[0]
+
+
+def portable_notebook(path: Path, book: Book | None = None, kind: str = "reader"):
+    """The portable rendering of the chapter notebook at ``path`` (reader or student version)."""
+    path = Path(path)
+    book = book or Book(ROOT)
+    docname = book.docname_of(path)
+    nb = nbformat.read(path, as_version=4)
+    if kind == "student":
+        return student_version(nb, docname, book)
+    return render_notebook(nb, docname, book, kind)[0]
+
+
+def notebook_text(nb) -> str:
+    """``nb`` as the text nbformat writes (what notebooks/ holds)."""
+    return nbformat.writes(nb) + "\n"
+
+
+def write_all(out: Path = OUT, book: Book | None = None, kind: str = "reader") -> list[Path]:
+    """Write the portable rendering of every chapter of ``book`` to ``out``; return the paths."""
+    book = book or Book(ROOT)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for page in book.chapters():
+        nb = portable_notebook(page.path, book, kind)
+        nbformat.validate(nb)
+        target = out / page.path.name
+        text = notebook_text(nb)
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+        written.append(target)
+    return written
+
+
+def stale(out: Path = OUT, book: Book | None = None) -> list[str]:
+    """What in ``out`` differs from a fresh rendering of the chapters (empty: up to date)."""
+    book = book or Book(ROOT)
+    problems = []
+    expected = {page.path.name: page for page in book.chapters()}
+    for name, page in expected.items():
+        target = out / name
+        if not target.exists():
+            problems.append(f"{target.relative_to(book.root) if target.is_relative_to(book.root) else target} is missing")
+        elif target.read_text() != notebook_text(portable_notebook(page.path, book)):
+            problems.append(f"{target.relative_to(book.root) if target.is_relative_to(book.root) else target} "
+                            f"is not the rendering of {page.path.relative_to(book.root)}")
+    for extra in sorted(out.glob("*.ipynb")):
+        if extra.name not in expected:
+            problems.append(f"{extra.name} in {out.name}/ is not a chapter of the book")
+    return problems
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="See the module docstring for what is rendered and how.")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="chapter notebooks to render")
+    parser.add_argument("-o", "--output", type=Path,
+                        help="output file (one notebook) or folder (several); default: notebooks/")
+    parser.add_argument("--all", action="store_true", help="render every chapter of _toc.yml")
+    parser.add_argument("--student", action="store_true", help="render the student version (no solutions)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if notebooks/ is not the rendering of the current chapters")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the book's root folder")
+    parser.add_argument("--time", action="store_true", help="say how long it took")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    book = Book(args.root)
+    kind = "student" if args.student else "reader"
+    if args.check:
+        problems = stale(args.output or args.root / "notebooks", book)
+        for p in problems:
+            print(p)
+        print("notebooks/ is up to date" if not problems else "run make portable")
+        return 1 if problems else 0
+    if args.all:
+        written = write_all(args.output or args.root / "notebooks", book, kind)
+        for path in written:
+            print(f"wrote {_shown(path)}")
+    elif args.notebooks:
+        single = len(args.notebooks) == 1 and args.output is not None and args.output.suffix == ".ipynb"
+        folder = None if single else (args.output or args.root / "notebooks")
+        for path in args.notebooks:
+            nb = portable_notebook(path, book, kind)
+            nbformat.validate(nb)
+            target = args.output if single else folder / Path(path).name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(notebook_text(nb))
+            print(f"wrote {_shown(target)}")
+    else:
+        parser.error("name notebooks, or use --all or --check")
+    if args.time:
+        print(f"[{time.perf_counter() - start:.2f} s]")
+    return 0
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
