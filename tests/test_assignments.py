@@ -238,3 +238,15 @@ def test_unbalanced_gated_solution_is_an_error():
     ])
     with pytest.raises(make_assignments.LayoutError, match="no {solution-end}"):
         make_assignments.student_notebook(nb)
+
+
+def test_student_config_gives_student_downloads_and_finds_the_local_extensions(tmp_path):
+    import yaml
+
+    config = yaml.safe_load(make_assignments.student_config(ROOT, tmp_path / "student_config.yml").read_text())
+    assert config["sphinx"]["config"]["portable_notebooks"] == "student"
+    assert config["sphinx"]["config"]["hide_solutions"] is True
+    local = config["sphinx"]["local_extensions"]
+    assert "portable_downloads" in local
+    for name, folder in local.items():
+        assert Path(folder).is_absolute() and (Path(folder) / f"{name}.py").exists(), (name, folder)

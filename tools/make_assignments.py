@@ -368,6 +368,11 @@ def student_config(root: Path, target: Path) -> Path:
     config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
     # The download button gives the portable student notebook (book/_ext/portable_downloads.py).
     config["sphinx"]["config"]["portable_notebooks"] = "student"
+    # jupyter-book finds local extensions relative to the configuration file, which is
+    # written elsewhere: give their folders as absolute paths (the book's own).
+    local = config["sphinx"].get("local_extensions") or {}
+    for name, folder in local.items():
+        local[name] = str((root / folder).resolve())
     config.setdefault("execute", {})["execute_notebooks"] = "off"
     # The launch buttons would open the repository's notebooks, solutions included.
     launch = config.setdefault("launch_buttons", {})
