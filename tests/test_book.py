@@ -1,20 +1,12 @@
 """Checks of the book's sources that need no kernel: configuration and notebook conventions."""
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-
-
-def _config_value(key: str) -> str:
-    """The value of ``key:`` in _config.yml (first occurrence), without quotes."""
-    match = re.search(rf"^\s*{key}:\s*(\S+)", (ROOT / "_config.yml").read_text(), re.M)
-    assert match, f"_config.yml has no {key}"
-    return match.group(1).strip("'\"")
 
 
 def _notebook(path: Path) -> dict:
@@ -26,13 +18,13 @@ def test_there_are_chapters():
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_first_cell_installs_ssmheads_from_the_configured_repository(path):
-    """The hidden set-up cell must point where the site's repository button points."""
+def test_first_cell_installs_ssmheads_when_it_is_missing(path):
+    """The hidden set-up cell installs the library from the repository (which URL:
+    tests/test_repository_url.py checks that it is repository.url of _config.yml)."""
     first = _notebook(path)["cells"][0]
     source = "".join(first["source"])
     assert first["cell_type"] == "code" and "remove-cell" in first["metadata"].get("tags", [])
-    assert 'find_spec("ssmheads") is None' in source
-    assert f"git+{_config_value('url')}" in source, "set-up cell and repository.url in _config.yml disagree"
+    assert 'find_spec("ssmheads") is None' in source and "git+https://" in source
     assert first.get("outputs") == [], "the set-up cell must print nothing when ssmheads is installed"
 
 
@@ -71,9 +63,18 @@ def test_explorer_is_preceded_by_its_static_figure_and_a_live_note(path):
            and "figure" not in "".join(c["source"])]
     assert len(idx) == 1
     note, figure = "".join(cells[idx[0] - 1]["source"]), cells[idx[0] - 2]
-    assert "needs a live kernel" in note and "launch button" in note
+    assert "needs a live kernel" in note and "{doc}`../book/running`" in note
     assert "_explorer_figure(" in "".join(figure["source"])
     assert any("image/png" in out.get("data", {}) for out in figure["outputs"])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_no_mention_of_buttons_that_are_not_there(path):
+    """The students' site has no launch buttons; a chapter read there (or in Colab, or as a
+    download) must not send its reader to one, or to "the rocket icon"."""
+    text = "".join("".join(c["source"]) for c in _notebook(path)["cells"] if c["cell_type"] == "markdown")
+    for phrase in ("rocket", "launch button", "launch icon", "button at the top"):
+        assert phrase not in text.lower(), phrase
 
 
 def test_api_page_documents_every_public_module():

@@ -23,13 +23,13 @@ def _markdown_cells(path: Path) -> list[str]:
 
 
 def _independent_count() -> tuple[int, set[str]]:
-    """The number of {exercise} directives, and the labels of those titled (checked), found by regex."""
+    """The number of {exercise} directives, and the labels of those marked auto-checked, found by regex."""
     count, checked = 0, set()
     for path in CHAPTERS:
         for text in _markdown_cells(path):
-            for m in re.finditer(r"^```\{exercise\}(.*)\n:label: (\S+)", text, re.M):
+            for m in re.finditer(r"^```\{exercise\}(.*)\n:label: (\S+)\n\n(.*)", text, re.M):
                 count += 1
-                if "(checked)" in m.group(1):
+                if m.group(3).startswith("✓ *Auto-checked.*"):
                     checked.add(m.group(2))
     return count, checked
 
@@ -51,7 +51,8 @@ def test_one_row_per_exercise(exercises):
     assert len(rows) == len(exercises) == expected
     assert expected >= 29  # the book's exercises as of writing; none may go missing
     for row, e in zip(rows, exercises):
-        assert f"`{e.label} <{e.label}>`" in row and e.title in row and f"</{e.docname}>" in row
+        assert f"| {{numref}}`{e.label}` |" in row and e.title in row and f"</{e.docname}>" in row
+        assert f"`{e.label} <" not in row, "the table shows a label (slug) instead of the exercise's number"
     assert len({e.label for e in exercises}) == len(exercises)
 
 
@@ -62,7 +63,12 @@ def test_checked_exercises_are_detected(exercises):
     assert not {"ex-shift", "ex-first-token", "ex-sign-head", "ex-jordan-peak"} & titled_checked
     for row, e in zip(_rows(catalogue.markdown_table(exercises)), exercises):
         assert row.rstrip().endswith("| yes |" if e.checked else "| no |")
-        assert "(checked)" not in e.title
+
+
+def test_titles_hold_no_brackets_of_their_own(exercises):
+    """The site shows "Exercise 3.1 (Title)": a bracket in the title would nest."""
+    for e in exercises:
+        assert not re.search(r"[()]", re.sub(r"\$[^$]*\$", "", e.title)), e.title
 
 
 def test_every_chapter_has_enough_exercises(exercises):
@@ -94,14 +100,14 @@ def test_problem_sets_use_every_exercise_once(exercises):
     rows = table.splitlines()[2:]
     assert len(rows) == len(CHAPTERS)
     for e in exercises:
-        assert table.count(f"`{e.label} <{e.label}>`") == 1, e.label
+        assert table.count(f"{{numref}}`{e.label}`") == 1, e.label
     assert table.count("✓") == sum(e.checked for e in exercises)
 
 
 # --------------------------------------------------------------------------- errors, on small notebooks
 
 EXERCISE = "```{exercise} Title\n:label: ex-a\n\nDo something.\n```"
-CHECKED = ("```{exercise} Title (checked)\n:label: ex-a\n\nWrite f.\n\n"
+CHECKED = ("```{exercise} Title\n:label: ex-a\n\n✓ *Auto-checked.* Write f.\n\n"
            "    def f():\n        ...\n\n    check_f(f)\n```")
 META = {"label": "ex-a", "topic": "a topic", "difficulty": 2}
 
@@ -146,11 +152,22 @@ def test_bad_metadata_is_an_error(tmp_path, meta, message):
         catalogue.read_chapter(_write(tmp_path, (EXERCISE, meta)))
 
 
-def test_checked_title_and_stub_must_agree(tmp_path):
-    with pytest.raises(catalogue.CatalogueError, match=r"titled \(checked\) but its stub calls no check"):
+def test_checked_mark_and_stub_must_agree(tmp_path):
+    with pytest.raises(catalogue.CatalogueError, match=r"is marked .✓ \*Auto-checked\.\*. but its stub calls no check"):
         catalogue.read_chapter(_write(tmp_path, (CHECKED.replace("    check_f(f)\n", ""), META)))
-    with pytest.raises(catalogue.CatalogueError, match=r"calls a check but its title does not end in \(checked\)"):
-        catalogue.read_chapter(_write(tmp_path, (CHECKED.replace(" (checked)", ""), META)))
+    with pytest.raises(catalogue.CatalogueError, match=r"calls a check but its body does not start with"):
+        catalogue.read_chapter(_write(tmp_path, (CHECKED.replace("✓ *Auto-checked.* ", ""), META)))
+
+
+@pytest.mark.parametrize("title", ["Title (checked)", "Build (the) heads"])
+def test_a_title_with_brackets_is_an_error(tmp_path, title):
+    with pytest.raises(catalogue.CatalogueError, match=r"has brackets; the site shows it in brackets already"):
+        catalogue.read_chapter(_write(tmp_path, (EXERCISE.replace("Title", title), META)))
+
+
+def test_math_in_a_title_may_hold_brackets(tmp_path):
+    (exercise,) = catalogue.read_chapter(_write(tmp_path, (EXERCISE.replace("Title", "Heads on $(0, 1)$"), META)))
+    assert exercise.title == "Heads on $(0, 1)$"
 
 
 def test_metadata_without_exercise_and_two_exercises_in_a_cell_are_errors(tmp_path):

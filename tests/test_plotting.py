@@ -14,7 +14,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ssmheads import toeplitz_operator
-from ssmheads.plotting import BOOK_STYLE, operator_gallery, operator_heatmap, use_book_style
+from ssmheads.plotting import (BOOK_STYLE, LINE_STYLES, OKABE_ITO, operator_gallery, operator_heatmap,
+                               use_book_style)
 from ssmheads.systems import GALLERY_NAMES
 from ssmheads.widgets import operator_explorer, operator_explorer_figure
 
@@ -50,6 +51,65 @@ def test_use_book_style_sets_rcparams():
 
 def test_book_style_keys_are_valid_rcparams():
     assert set(BOOK_STYLE) <= set(mpl.rcParams)
+
+
+# Colour-vision deficiency simulation: Machado, Oliveira and Fernandes (2009), severity 1,
+# applied to linear RGB; colours compared in CIELAB (D65), distance = Delta E 1976.
+_CVD = {
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                     [-0.011820, 0.042940, 0.968881]],
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                   [-0.003882, -0.048116, 1.051998]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                   [0.004733, 0.691367, 0.303900]],
+}
+MIN_DELTA_E = 15.0
+
+
+def _lab(linear_rgb):
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) \
+        @ np.clip(linear_rgb, 0.0, 1.0)
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _closest_pair_under_cvd(colours):
+    """``{deficiency: smallest Delta E between two of colours as that reader sees them}``."""
+    srgb = np.array([mpl.colors.to_rgb(c) for c in colours])
+    linear = np.where(srgb <= 0.04045, srgb / 12.92, ((srgb + 0.055) / 1.055) ** 2.4)
+    closest = {}
+    for name, matrix in _CVD.items():
+        lab = [_lab(np.array(matrix) @ c) for c in linear]
+        closest[name] = min(np.linalg.norm(lab[i] - lab[j])
+                            for i in range(len(lab)) for j in range(i + 1, len(lab)))
+    return closest
+
+
+def test_book_style_cycle_is_colour_blind_safe():
+    """Any two line colours stay apart for deuteranopic, protanopic and tritanopic readers."""
+    colours = BOOK_STYLE["axes.prop_cycle"].by_key()["color"]
+    assert list(colours) == list(OKABE_ITO) and len(colours) >= 6
+    for name, delta in _closest_pair_under_cvd(colours).items():
+        assert delta >= MIN_DELTA_E, (name, delta)
+    # the measure has teeth: matplotlib's default cycle (tab10) fails it, green and red
+    # merging for deuteranopes and orange and green for protanopes
+    default = mpl.rcParamsDefault["axes.prop_cycle"].by_key()["color"][:len(colours)]
+    closest = _closest_pair_under_cvd(default)
+    assert closest["deuteranopia"] < MIN_DELTA_E and closest["protanopia"] < MIN_DELTA_E
+
+
+def test_book_style_cycle_varies_the_line_style_with_the_colour():
+    """Lines drawn one after another differ by line style too, not by colour alone."""
+    cycle = BOOK_STYLE["axes.prop_cycle"].by_key()
+    assert set(cycle) == {"color", "linestyle"} and tuple(cycle["linestyle"]) == LINE_STYLES
+    with mpl.rc_context(BOOK_STYLE):
+        fig, ax = plt.subplots()
+        lines = [ax.plot([0, 1], [k, k])[0] for k in range(len(OKABE_ITO))]
+        dashes = [(line.get_color(), repr(line._unscaled_dash_pattern)) for line in lines]
+        plt.close(fig)
+    assert len({colour for colour, _ in dashes}) == len(lines)
+    assert len({pattern for _, pattern in dashes}) == len(lines), dashes
 
 
 # ------------------------------------------------------------ operator_heatmap

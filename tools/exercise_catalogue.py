@@ -6,10 +6,13 @@ cell's metadata describes it::
     "exercise": {"label": "ex-ema", "topic": "...", "difficulty": 1}
 
 An exercise is *checked* when its directive holds the stub a student fills in,
-ending in a call to a ``check_...`` function of ``ssmheads.exercises``; its title
-then ends in "(checked)". This module reads all of that, refuses inconsistent
+ending in a call to a ``check_...`` function of ``ssmheads.exercises``; its body
+then starts with the mark ``✓ *Auto-checked.*`` (the title stays a plain title:
+the site renders it in brackets, "Exercise 3.1 (Build the heads)", so a title holds
+no brackets of its own). This module reads all of that, refuses inconsistent
 metadata with :class:`CatalogueError`, and renders the tables of the guide for
-instructors (``book/instructors.md``) as MyST Markdown.
+instructors (``book/instructors.md``) as MyST Markdown, naming each exercise by the
+number the site gives it (``{numref}`` to its label: "Exercise 3.1").
 
 Standard library only, so the guide's cell can import it from any kernel.
 """
@@ -23,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 _OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{exercise\}(?P<title>.*)$")
 _CHECK_CALL = re.compile(r"^\s*check_\w+\(.*\)\s*$", re.M)
-_CHECKED_MARK = "(checked)"
+CHECKED_MARK = "✓ *Auto-checked.*"
 STAR, NO_STAR = "★", "☆"
 
 
@@ -36,7 +39,7 @@ class Exercise:
     chapter: int        # the chapter's number (from its file name, 01_... -> 1)
     chapter_title: str  # the notebook's first heading
     docname: str        # e.g. "chapters/01_unified_operator"
-    title: str          # the directive's title, without "(checked)"
+    title: str          # the directive's title
     label: str
     topic: str
     difficulty: int     # 1, 2 or 3
@@ -75,6 +78,15 @@ def _directives(text: str) -> list[tuple[str, str]]:
 def _directive_label(body: str) -> str | None:
     m = re.search(r"^:label:\s*(\S+)\s*$", body, re.M)
     return m.group(1) if m else None
+
+
+def _first_paragraph(body: str) -> str:
+    """The directive's body after its option lines (``:label: ...``) and blank lines."""
+    lines = body.split("\n")
+    i = 0
+    while i < len(lines) and (lines[i].startswith(":") or not lines[i].strip()):
+        i += 1
+    return "\n".join(lines[i:]).lstrip()
 
 
 def read_chapter(path: Path) -> list[Exercise]:
@@ -117,15 +129,20 @@ def read_chapter(path: Path) -> list[Exercise]:
                                  "expected 1, 2 or 3")
         if not str(meta["topic"]).strip():
             raise CatalogueError(f"{where}: the topic of {label} is empty")
+        if re.search(r"[()]", re.sub(r"\$[^$]*\$", "", title)):
+            raise CatalogueError(f"{where}: the title of {label}, {title!r}, has brackets; the site shows it "
+                                 "in brackets already (Exercise 1.1 (Title)). A checked exercise starts its "
+                                 f"body with {CHECKED_MARK!r} instead of a '(checked)' in the title")
         checked = bool(_CHECK_CALL.search(body))
-        marked = title.endswith(_CHECKED_MARK)
+        marked = _first_paragraph(body).startswith(CHECKED_MARK)
         if checked != marked:
             raise CatalogueError(
-                f"{where}: {label} " + ("calls a check but its title does not end in (checked)" if checked
-                                        else "is titled (checked) but its stub calls no check_... function"))
+                f"{where}: {label} " + (f"calls a check but its body does not start with {CHECKED_MARK!r}"
+                                        if checked else
+                                        f"is marked {CHECKED_MARK!r} but its stub calls no check_... function"))
         exercises.append(Exercise(
             chapter=chapter, chapter_title=heading, docname=f"chapters/{path.stem}",
-            title=title.removesuffix(_CHECKED_MARK).strip(), label=label, topic=str(meta["topic"]).strip(),
+            title=title, label=label, topic=str(meta["topic"]).strip(),
             difficulty=int(meta["difficulty"]), checked=checked))
     return exercises
 
@@ -155,7 +172,8 @@ def _cell(text: str) -> str:
 
 
 def _ref(label: str) -> str:
-    return f"{{ref}}`{label} <{label}>`"
+    """A link to the exercise showing the number the site gives it: "Exercise 3.1"."""
+    return f"{{numref}}`{label}`"
 
 
 def _chapter_link(e: Exercise) -> str:
@@ -163,11 +181,11 @@ def _chapter_link(e: Exercise) -> str:
 
 
 def markdown_table(exercises: list[Exercise]) -> str:
-    """One row per exercise: chapter, title, label, topic, difficulty in stars, auto-checked."""
-    rows = ["| Chapter | Exercise | Label | Topic | Difficulty | Auto-checked |",
+    """One row per exercise: chapter, "Exercise N.M" (a link), title, topic, difficulty in stars, auto-checked."""
+    rows = ["| Chapter | Exercise | Title | Topic | Difficulty | Auto-checked |",
             "| :---: | --- | --- | --- | :---: | :---: |"]
     for e in exercises:
-        rows.append(f"| {_chapter_link(e)} | {_cell(e.title)} | {_ref(e.label)} | {_cell(e.topic)} | "
+        rows.append(f"| {_chapter_link(e)} | {_ref(e.label)} | {_cell(e.title)} | {_cell(e.topic)} | "
                     f"{stars(e.difficulty)} | {'yes' if e.checked else 'no'} |")
     return "\n".join(rows)
 

@@ -241,7 +241,7 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
 
 
 def trivial_interaction_form(Y, X, max_bytes: int | None = None) -> np.ndarray:
-    """Remark 1: an interaction form for *any* map, ``W_ij = y_i x_j^T / ||X||_F^2``.
+    """Proposition 1.1: an interaction form for *any* map, ``W_ij = y_i x_j^T / ||X||_F^2``.
 
     Given the output ``Y = F(X)`` of an arbitrary map on a nonzero input ``X``, this
     operator satisfies ``sum_j W_ij x_j = y_i``. It shows that "the" operator of a

@@ -12,19 +12,32 @@ from typing import Mapping
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import cycler
 from matplotlib.ticker import MaxNLocator
 
 from ._validate import check_positive_int
 from .operator import block_norms
 
-__all__ = ["BOOK_STYLE", "use_book_style", "operator_heatmap", "operator_gallery"]
+__all__ = ["BOOK_STYLE", "OKABE_ITO", "LINE_STYLES", "use_book_style", "operator_heatmap", "operator_gallery"]
 
 #: Most panels :func:`operator_gallery` draws in one figure.
 MAX_PANELS = 64
 #: Largest operator :func:`operator_heatmap` draws: ``n x n`` pixels with ``n`` up to this.
 MAX_PIXELS_SIDE = 4096
 
-#: rcParams shared by every figure of the book.
+#: Line colours of the book, safe for colour-blind readers: the palette of Okabe and Ito,
+#: "Color Universal Design (CUD): how to make figures and presentations that are friendly
+#: to colorblind people" (2008), https://jfly.uni-koeln.de/color/ , without its black
+#: (kept for reference lines such as bounds) and its yellow (too pale on white). In a
+#: simulation of deuteranopia, protanopia or tritanopia (Machado, Oliveira and Fernandes,
+#: 2009) any two of them stay at least 15 CIELAB units apart (tests/test_plotting.py).
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9")
+#: Line styles paired with :data:`OKABE_ITO`, so that lines differ by more than colour
+#: (in greyscale print, or for a reader who cannot tell two colours apart).
+LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1.5, 1, 1.5, 1, 1.5)), (0, (8, 2.5)))
+
+#: rcParams shared by every figure of the book. The n-th line of an axes gets the n-th
+#: colour *and* the n-th line style; a figure that needs markers sets them itself.
 BOOK_STYLE = {
     "figure.dpi": 90,
     "savefig.dpi": 90,
@@ -38,6 +51,7 @@ BOOK_STYLE = {
     "axes.grid": False,
     "image.cmap": "viridis",
     "legend.frameon": False,
+    "axes.prop_cycle": cycler(color=list(OKABE_ITO)) + cycler(linestyle=list(LINE_STYLES)),
 }
 
 

@@ -537,7 +537,7 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
 
 
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
-    """The upper bound ``min(n, rank B * rank C, m)`` on ``k(n)`` (Proposition 2).
+    """The upper bound ``min(n, rank B * rank C, m)`` on ``k(n)`` (Proposition 2.1).
 
     Parameters
     ----------

@@ -211,7 +211,7 @@ def jordan(blocks, B=None, C=None) -> LinearSSM:
 
 
 def plateau() -> LinearSSM:
-    """The nilpotent example of Proposition 2(e), where ``k(n)`` stalls and then grows.
+    """The nilpotent system of Example 2.1, where ``k(n)`` stalls and then grows.
 
     ``A`` shifts ``e_1 -> e_2 -> e_3 -> 0``, ``B = e_1`` (one input channel) and
     ``C = [[1, 1, 0], [0, 0, 1]]`` (two output channels). Then
@@ -227,7 +227,7 @@ def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0
     """A random stable SSM with state size ``N = k`` whose lag span has dimension exactly ``k``.
 
     ``A = Q diag(lambda) Q^T`` with a random orthogonal ``Q`` and ``k`` distinct
-    eigenvalues spread over ``[-rho, rho]`` (so ``k(n) = min(n, k)``, Proposition 3),
+    eigenvalues spread over ``[-rho, rho]`` (so ``k(n) = min(n, k)``, Proposition 2.2),
     and Gaussian ``B``, ``C``. ``A`` is normal, so ``||A^l|| = rho^l`` and the
     computed lags carry no amplified rounding error (a non-normal ``A`` can make
     rounding look like an extra dimension). Requires ``k <= p * d``, since the span

@@ -28,7 +28,7 @@ def family_system(family: str, theta: float = 1.0, rho: float = 0.9, k: int = 3,
         One of ``ssmheads.widgets.ch2.FAMILIES``: ``"rotation"`` (``rho R(theta)``, ``B = C = I_2``);
         ``"diagonal"`` (``k`` distinct eigenvalues spread over ``[-rho, rho]``, ``B = C = I``);
         ``"Jordan"`` (``J_2(rho) + [rho] + [-rho/2]``, ``B = C = I``); ``"plateau"``
-        (Proposition 2(e)); ``"random with lag rank k"`` (``p = d = 2``, so ``k <= 4``).
+        (Example 2.1); ``"random with lag rank k"`` (``p = d = 2``, so ``k <= 4``).
     theta, rho : float
         Finite; ``rho > 0``.
     k : int

@@ -1,0 +1,191 @@
+"""One numbering: readers meet theorems and exercises only under the numbers the book renders.
+
+The specification of the mathematics (``math.md``, outside the book) numbers its results
+Theorem 5, Corollary 7, Lemma 6a, ...; the site numbers them per chapter and per kind
+(Theorem 3.1, Corollary 3.1, Lemma 2.2). Everything a reader sees must use the site's
+numbers, or the result's title: the library's docstrings and comments (the API page is
+generated from them), the chapters (markdown, code that draws legends and titles, cell
+metadata such as the exercise topics of the instructors' table, stored text outputs),
+and the pages in ``book/``.
+
+Two checks: no *bare* number (a theorem-like word followed by a number without a
+chapter dot), and every dotted number names a result that exists, with the numbers
+computed from the chapters' directives the way sphinx-proof and sphinx-exercise number
+them. When a built site is present, those computed numbers are compared with the
+rendered ones.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+BUILT = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
+
+# Words that introduce a numbered result, and their abbreviations.
+KINDS = ("Theorem", "Lemma", "Proposition", "Corollary", "Remark", "Definition", "Example",
+         "Exercise", "Assumption", "Claim", "Conjecture", "Algorithm", "Observation", "Property")
+ABBREVIATIONS = ("Thm", "Prop", "Lem", "Cor", "Rem", "Def", "Defn", "Ex")
+_WORD = r"\b(?P<kind>" + "|".join(KINDS + ABBREVIATIONS) + r")(?:s|es|ies)?\b\.?"
+# A bare number: the word, then a number that is not followed by ".<digit>" (Theorem 5,
+# Prop. 10, Lemma 6a, Proposition 2(e), "Remark 1:"), in any letter case.
+BARE = re.compile(_WORD + r"[ \t~]*\(?(?P<number>\d+)(?!\d|\.\d)", re.I)
+# A book number: Theorem 3.1 (the kind spelled out, as the site renders it).
+DOTTED = re.compile(r"\b(?P<kind>" + "|".join(KINDS) + r")[ \t~]+(?P<chapter>\d+)\.(?P<index>\d+)\b")
+
+# (file relative to the repository, the matched text) -> why it may stay. Empty: nothing
+# is exempt. An entry must say why; a stale entry fails test_allow_list_is_needed.
+ALLOWED: dict[tuple[str, str], str] = {}
+
+# sphinx-proof kinds (the directive names), numbered per kind within each chapter.
+PROOF_KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "example", "remark",
+               "conjecture", "axiom", "criterion", "algorithm", "observation", "property",
+               "assumption", "notation")
+_DIRECTIVE = re.compile(r"^ {0,3}(?:`{3,}|:{3,})\{(?P<name>prf:\w+|exercise|exercise-start)\}", re.M)
+
+
+def _texts_of_notebook(path: Path) -> list[str]:
+    """Everything a notebook shows or carries as text: sources, metadata, text outputs (no images)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    texts = [json.dumps(nb.get("metadata", {}), ensure_ascii=False)]
+    for cell in nb["cells"]:
+        source = cell.get("source", "")
+        texts.append("".join(source) if isinstance(source, list) else source)
+        texts.append(json.dumps(cell.get("metadata", {}), ensure_ascii=False))
+        for out in cell.get("outputs", []):
+            text = out.get("text", "")
+            texts.append("".join(text) if isinstance(text, list) else text)
+            for mime, data in out.get("data", {}).items():
+                if mime.startswith("text/"):
+                    texts.append("".join(data) if isinstance(data, list) else str(data))
+    return texts
+
+
+def reader_facing_texts() -> list[tuple[str, str]]:
+    """``(file, text)`` for every file a reader sees, directly or through the API page."""
+    found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
+             for p in sorted((ROOT / "lib").rglob("*.py"))]
+    found += [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
+              for p in sorted((ROOT / "book").glob("*.md"))]
+    found += [("README.md", (ROOT / "README.md").read_text(encoding="utf-8"))]
+    for path in CHAPTERS:
+        found += [(str(path.relative_to(ROOT)), text) for text in _texts_of_notebook(path)]
+    return found
+
+
+def bare_numbers(text: str) -> list[str]:
+    """The spec-style references in ``text``: a theorem-like word and a number with no chapter dot."""
+    return [m.group(0) for m in BARE.finditer(text)]
+
+
+def chapter_numbers() -> dict[str, int]:
+    """``{notebook stem: chapter number}``: positions in the numbered part of _toc.yml."""
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    stems = re.findall(r"file:\s*chapters/(\S+)", toc)
+    assert stems, "_toc.yml lists no chapters"
+    return {stem: k for k, stem in enumerate(stems, start=1)}
+
+
+def book_numbers() -> dict[str, tuple[str, str]]:
+    """``{"Theorem 3.1": (label, notebook)}`` for every numbered result and exercise of the book."""
+    numbers = {}
+    for stem, chapter in chapter_numbers().items():
+        nb = json.loads((ROOT / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+        counts: dict[str, int] = {}
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            text = "".join(cell["source"])
+            for m in _DIRECTIVE.finditer(text):
+                name = m.group("name")
+                kind = "exercise" if name.startswith("exercise") else name.removeprefix("prf:")
+                if kind not in PROOF_KINDS + ("exercise",):
+                    continue  # proofs and other unnumbered boxes
+                counts[kind] = counts.get(kind, 0) + 1
+                label = re.search(r"^:label:\s*(\S+)", text[m.end():], re.M)
+                numbers[f"{kind.capitalize()} {chapter}.{counts[kind]}"] = (
+                    label.group(1) if label else "", stem)
+    return numbers
+
+
+# --------------------------------------------------------------------------- the detector itself
+
+
+@pytest.mark.parametrize("text", [
+    "Theorem 5", "by Theorem 5.", "Corollary 7(c)", "the Prop. 10 bound", "Proposition 2(e)",
+    "Remark 1: an interaction form", "why Lemma 6a needs every direction", "Propositions 2 and 3",
+    "theorem 12", "Thm 9", "Definition~4", "Example 1,", "Exercise 3",
+])
+def test_detector_finds_spec_numbers(text):
+    assert bare_numbers(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "Theorem 3.1", "Proposition 4.3's bounds", "Corollary 3.1.", "Lemma 2.2 (Pointwise collinearity)",
+    "Exercise 1.2", "Chapter 3", "the theorem", "example_1", "prop8", "Examples\n--------\n>>> 1",
+    "the head-count theorem (Theorem 3.1)",
+])
+def test_detector_passes_book_numbers_and_prose(text):
+    assert not bare_numbers(text), text
+
+
+# --------------------------------------------------------------------------- the book
+
+
+def test_no_spec_numbers_where_readers_look():
+    found = [(where, ref) for where, text in reader_facing_texts() for ref in bare_numbers(text)
+             if (where, ref) not in ALLOWED]
+    assert not found, ("the specification's numbers; use the book's (Theorem 3.1) or the "
+                       f"result's title: {found}")
+
+
+def test_allow_list_is_needed():
+    present = {(where, ref) for where, text in reader_facing_texts() for ref in bare_numbers(text)}
+    for entry, reason in ALLOWED.items():
+        assert reason.strip(), f"{entry} is allowed without a reason"
+        assert entry in present, f"{entry} is allowed but no longer occurs; remove it from ALLOWED"
+
+
+def test_book_numbers_name_results_that_exist():
+    """A "Theorem 3.1" in a docstring, a legend or a page names a result the book has."""
+    numbers = book_numbers()
+    wrong = sorted({(where, m.group(0)) for where, text in reader_facing_texts()
+                    for m in DOTTED.finditer(text) if m.group(0) not in numbers})
+    assert not wrong, f"no such result in the book: {wrong}"
+
+
+def test_computed_numbers_cover_the_book():
+    numbers = book_numbers()
+    assert numbers["Theorem 3.1"][0] == "thm-head-count"
+    assert numbers["Lemma 2.2"][0] == "lem-collinear"
+    assert numbers["Proposition 4.3"][0] == "prop-decay"
+    assert numbers["Exercise 3.1"][0] == "ex-build-heads"
+    assert all(label for label, _ in numbers.values()), "a numbered result without a label"
+
+
+def test_computed_numbers_match_the_built_site():
+    """Every computed number is the one the built site renders for that label (when a site is built)."""
+    pages = sorted((BUILT / "chapters").glob("*.html"))
+    if not pages:
+        pytest.skip(f"no built site in {BUILT} (make book builds one; BOOK_HTML names another)")
+    if max(p.stat().st_mtime for p in CHAPTERS) > min(p.stat().st_mtime for p in pages):
+        pytest.skip(f"the site in {BUILT} is older than the chapters; rebuild it to check it")
+    rendered = {}
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r'id="(?P<label>[\w-]+)"[^>]*>\s*<p class="admonition-title">(?P<title>.*?)</p>',
+                             text, re.S):
+            title = html.unescape(re.sub(r"<[^>]+>", "", m.group("title")))
+            number = re.match(r"(\w+ \d+\.\d+)", " ".join(title.split()))
+            if number:
+                rendered[number.group(1)] = m.group("label")
+    numbers = book_numbers()
+    assert rendered, f"no numbered results found in {BUILT}/chapters"
+    assert {k: label for k, (label, _) in numbers.items()} == rendered
