@@ -51,7 +51,8 @@ def test_one_row_per_exercise(exercises):
     assert len(rows) == len(exercises) == expected
     assert expected >= 29  # the book's exercises as of writing; none may go missing
     for row, e in zip(rows, exercises):
-        assert f"| {{numref}}`{e.label}` |" in row and e.title in row and f"</{e.docname}>" in row
+        assert f"| {{numref}}`Exercise\u00a0%s <{e.label}>` |" in row and e.title in row
+        assert f"</{e.docname}>" in row
         assert f"`{e.label} <" not in row, "the table shows a label (slug) instead of the exercise's number"
     assert len({e.label for e in exercises}) == len(exercises)
 
@@ -100,7 +101,7 @@ def test_problem_sets_use_every_exercise_once(exercises):
     rows = table.splitlines()[2:]
     assert len(rows) == len(CHAPTERS)
     for e in exercises:
-        assert table.count(f"{{numref}}`{e.label}`") == 1, e.label
+        assert table.count(f"{{numref}}`Exercise\u00a0%s <{e.label}>`") == 1, e.label
     assert table.count("✓") == sum(e.checked for e in exercises)
 
 

@@ -172,8 +172,8 @@ def _cell(text: str) -> str:
 
 
 def _ref(label: str) -> str:
-    """A link to the exercise showing the number the site gives it: "Exercise 3.1"."""
-    return f"{{numref}}`{label}`"
+    """A link to the exercise showing the number the site gives it: "Exercise 3.1" (unbroken)."""
+    return f"{{numref}}`Exercise\u00a0%s <{label}>`"
 
 
 def _chapter_link(e: Exercise) -> str:
