@@ -13,11 +13,30 @@ page is opened with Playwright driving Debian's Chromium (``/usr/bin/chromium``,
 * a request fails, answers with an HTTP error, or goes to any host but 127.0.0.1;
 * JavaScript raises an error or logs one, except the known harmless ones below;
 * an internal link points to a missing file or a missing anchor;
-* an image does not load.
+* an image does not load;
+* a content image (in the page's main article) has no alt text, an empty one, or one
+  that looks like a file name or path;
+* a copy button has no accessible name (as Chromium's accessibility tree computes it);
+* at desktop width (1280 px), the primary-sidebar toggle does not hide the chapter
+  list and bring it back;
 
-A full-page screenshot of every page is saved under ``--out``, and one line per page
-is printed. Exit status 1 if any page fails; with ``--allow-missing-browser``, a
-missing Chromium prints a plain SKIPPED line and exits 0 (``make test`` uses this).
+and, opened again at phone size (390 x 844, touch), when:
+
+* tapping the primary-sidebar toggle does not show the chapter list (links that are
+  on screen and on top), or tapping outside does not hide it again; the same for the
+  secondary sidebar ("Contents") on pages that have one;
+* a formula is clipped: its rendering is wider than a box that hides overflow, or
+  sticks out of the page; a formula may scroll sideways only inside its own math box,
+  and then the box must show a cue (a fade, shadow or background) that it scrolls
+  (collapsed solutions and toggles are opened first, as a reader would);
+* the page is wider than the screen (it scrolls sideways).
+
+A full-page screenshot of every page at desktop width is saved under ``--out``, with
+three at phone size: the first screen (``*.phone.png``), the chapter list open
+(``*.phone-menu.png``) and the page contents open (``*.phone-contents.png``). One
+line per page is printed. Exit status 1 if any page fails; with
+``--allow-missing-browser``, a missing Chromium prints a plain SKIPPED line and exits 0
+(``make test`` uses this).
 """
 
 from __future__ import annotations
@@ -33,6 +52,11 @@ import threading
 import time
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
+
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # main() reports a missing browser before it needs Playwright
+    PlaywrightTimeout = TimeoutError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +75,9 @@ BROWSER_REQUESTS = ("/favicon.ico",)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
 PAGE_PROBE = r"""() => {
   const maths = Array.from(document.querySelectorAll('.math'));
   const unrendered = maths.filter(m => !m.querySelector('mjx-container')).length;
@@ -63,7 +90,98 @@ PAGE_PROBE = r"""() => {
   const images = Array.from(document.images);
   const broken = images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
   const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.getAttribute('href'));
-  return {maths: maths.length, unrendered, dollars, tracebacks, images: images.length, broken, links};
+  // Alt text of the content images: present, not empty, not a file name or path.
+  const fileLike = (alt) => /\.(png|jpe?g|gif|svg|webp|bmp|tiff?|pdf)$/i.test(alt) || alt.includes('_images/')
+      || /[0-9a-f]{16,}/i.test(alt) || /^\S*\/\S*$/.test(alt);
+  const content = Array.from(document.querySelectorAll('main article img'));
+  const badAlt = content.filter(i => { const alt = (i.getAttribute('alt') || '').trim(); return !alt || fileLike(alt); })
+      .map(i => [i.getAttribute('src'), i.getAttribute('alt')]);
+  return {maths: maths.length, unrendered, dollars, tracebacks, images: images.length, broken, links,
+          contentImages: content.length, badAlt, copyButtons: document.querySelectorAll('button.copybtn').length,
+          themed: !!document.querySelector('.bd-container')};
+}"""
+
+# Is any element matching the selector on screen and on top (what a tap there would hit)?
+ON_SCREEN = r"""(selector) => Array.from(document.querySelectorAll(selector)).some(e => {
+  const r = e.getBoundingClientRect();
+  if (r.width < 1 || r.height < 1 || getComputedStyle(e).visibility === 'hidden') return false;
+  const x = Math.min(Math.max(r.left + Math.min(r.width / 2, 20), 0), innerWidth - 1);
+  const y = Math.min(Math.max(r.top + r.height / 2, 0), innerHeight - 1);
+  if (x < r.left || x > r.right || y < r.top || y > r.bottom) return false;
+  const hit = document.elementFromPoint(x, y);
+  return !!hit && (hit === e || e.contains(hit));
+})"""
+CHAPTER_LIST = "nav.bd-links a"   # the site navigation: the sidebar's links to the chapters
+PAGE_CONTENTS = "nav.page-toc a"  # the secondary sidebar ("Contents")
+
+# Open what a reader can open: collapsed solutions and toggles, <details>.
+EXPAND = r"""() => {
+  let n = 0;
+  document.querySelectorAll('button.toggle-button[aria-expanded="false"]').forEach(b => { b.click(); n++; });
+  document.querySelectorAll('main details:not([open])').forEach(d => { d.open = true; n++; });
+  return n;
+}"""
+
+# At phone width: formulas that are clipped, stick out of the page or scroll with no cue;
+# the elements that make the page wider than the screen.
+PHONE_PROBE = r"""() => {
+  const W = document.documentElement.clientWidth;
+  const tex = new Map();
+  try { for (const item of MathJax.startup.document.math) tex.set(item.typesetRoot, item.math); } catch (e) {}
+  const name = (c) => (tex.get(c) || c.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 60);
+  const hasCue = (box) => { const cs = getComputedStyle(box);
+    return [cs.maskImage, cs.webkitMaskImage, cs.boxShadow, cs.backgroundImage].some(v => v && v !== 'none'); };
+  const clipped = [], noCue = [], outside = [];
+  let scrolling = 0;
+  for (const c of document.querySelectorAll('main mjx-container')) {
+    const shown = c.querySelector(':scope > mjx-math') || c;
+    const r = shown.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1 || getComputedStyle(c).visibility === 'hidden') continue;
+    const own = c.closest('.math') || c;  // the formula's own math box
+    let left = r.left, right = r.right, verdict = null, scrolls = false;
+    for (const part of shown.children) {  // a tagged equation's table can be wider than its mjx-math
+      const pr = part.getBoundingClientRect();
+      if (pr.width > 0) { left = Math.min(left, pr.left); right = Math.max(right, pr.right); }
+    }
+    const wideness = Math.round(right - left);
+    for (let a = shown.parentElement; a && a !== document.documentElement; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (cs.overflowX === 'visible') continue;
+      const ar = a.getBoundingClientRect();
+      const aLeft = ar.left + a.clientLeft, aRight = aLeft + a.clientWidth;
+      if (left >= aLeft - 1 && right <= aRight + 1) continue;
+      if (cs.overflowX === 'auto' || cs.overflowX === 'scroll') {
+        // Reachable by scrolling. The formula's own box must show that it scrolls; a
+        // table or an output that scrolls as a whole is not the formula's concern.
+        if (own.contains(a)) {
+          scrolls = true;
+          if (!hasCue(a)) verdict = 'scrolls with no cue that it does';
+        }
+        left = Math.max(left, aLeft); right = Math.min(right, aRight);
+        continue;
+      }
+      verdict = `clipped (${wideness} px wide in a box of ${Math.round(a.clientWidth)} px)`;
+      break;
+    }
+    if (!verdict && (right > W + 1 || left < -1)) verdict = 'sticks out of the page';
+    if (scrolls) scrolling++;
+    if (verdict) (verdict.startsWith('clipped') ? clipped : verdict.startsWith('scrolls') ? noCue : outside)
+        .push(`${name(c)} [${verdict}]`);
+  }
+  // Page wider than the screen: the innermost elements that reach past its right edge.
+  const wide = [];
+  const width = document.documentElement.scrollWidth;
+  if (width > W) {
+    const walk = (e) => { for (const k of e.children) {
+      const cs = getComputedStyle(k);
+      if (cs.display === 'none' || cs.position === 'fixed' || cs.visibility === 'hidden') continue;
+      const r = k.getBoundingClientRect();
+      if (r.right > W + 1 && r.width > 0) { const n = wide.length; if (cs.overflowX === 'visible') walk(k);
+        if (wide.length === n) wide.push(`${k.tagName.toLowerCase()}${k.id ? '#' + k.id : ''}${k.classList.length ? '.' + Array.from(k.classList).join('.') : ''} (to ${Math.round(r.right)} px)`); }
+      else if (cs.overflowX === 'visible') walk(k); } };
+    walk(document.body);
+  }
+  return {clipped, noCue, outside, scrolling, width, W, wide: wide.slice(0, 3)};
 }"""
 
 
@@ -105,11 +223,8 @@ def check_links(links, page_path: Path, site: Path, anchors_cache: dict) -> list
     return problems
 
 
-def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cache: dict) -> tuple[bool, str]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    problems: list[str] = []
-    outside: list[str] = []
+def watch(page, problems: list[str], outside: list[str]) -> None:
+    """Record what goes wrong while a page loads and runs: errors, failed or outside requests."""
 
     def route(r):
         host = urlparse(r.request.url).hostname
@@ -141,10 +256,54 @@ def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cach
     page.on("pageerror", on_pageerror)
     page.on("response", on_response)
     page.on("requestfailed", on_failed)
-    page.goto(urljoin(base, rel), wait_until="networkidle")
+
+
+def open_page(page, url: str, wait_until: str = "networkidle") -> None:
+    page.goto(url, wait_until=wait_until)
     if page.evaluate("() => typeof window.MathJax !== 'undefined'"):
         page.wait_for_function("() => window.MathJax.startup && window.MathJax.startup.promise", timeout=30000)
         page.evaluate("() => MathJax.startup.promise")
+
+
+def on_screen(page, selector: str, expected: bool, timeout: int = 3000) -> bool:
+    """Wait until links matching ``selector`` are (or are not) on screen and on top."""
+    try:
+        page.wait_for_function(f"(s) => ({ON_SCREEN})(s) === {str(expected).lower()}", arg=selector,
+                               timeout=timeout)
+        return True
+    except PlaywrightTimeout:
+        return False
+
+
+def visible_toggle(page, cls: str):
+    toggles = page.locator(f"button.{cls}:visible")
+    return toggles.first if toggles.count() else None
+
+
+def copy_buttons_without_name(page) -> int:
+    """Copy buttons whose accessible name (Chromium's accessibility tree) is empty."""
+    cdp = page.context.new_cdp_session(page)
+    try:
+        root = cdp.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+        nodes = cdp.send("DOM.querySelectorAll", {"nodeId": root, "selector": "button.copybtn"})["nodeIds"]
+        unnamed = 0
+        for node in nodes:
+            ax = cdp.send("Accessibility.getPartialAXTree", {"nodeId": node, "fetchRelatives": False})["nodes"]
+            exposed = [n for n in ax if not n.get("ignored")]  # a hidden button is named when shown
+            if exposed and not any(str((n.get("name") or {}).get("value", "")).strip() for n in exposed):
+                unnamed += 1
+        return unnamed
+    finally:
+        cdp.detach()
+
+
+def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_cache: dict):
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    problems: list[str] = []
+    outside: list[str] = []
+    watch(page, problems, outside)
+    open_page(page, url)
     probe = page.evaluate(PAGE_PROBE)
     if probe["unrendered"]:
         problems.append(f"{probe['unrendered']} of {probe['maths']} math elements not rendered")
@@ -154,16 +313,119 @@ def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cach
         problems.append(f"{probe['tracebacks']} traceback or error outputs")
     for src in probe["broken"]:
         problems.append(f"image did not load: {src}")
+    for src, alt in probe["badAlt"]:
+        problems.append(f"image without alt text saying what it shows: {src} (alt={alt!r})")
     final = unquote(urlparse(page.url).path).lstrip("/") or "index.html"  # after redirects
     problems += check_links(probe["links"], (site / final).resolve(), site, anchors_cache)
-    problems += [f"request to an outside host: {url}" for url in outside]
-    shot = out / (rel.replace("/", "__") + ".png")
     page.screenshot(path=str(shot), full_page=True)
+    # The desktop sidebar toggle hides the chapter list and brings it back.
+    if probe["themed"] or page.locator(CHAPTER_LIST).count():
+        toggle = visible_toggle(page, "primary-toggle")
+        if not page.locator(CHAPTER_LIST).count():
+            problems.append("no chapter list (site navigation) in the page")
+        elif toggle is None:
+            problems.append("desktop: no visible sidebar toggle")
+        elif not on_screen(page, CHAPTER_LIST, True):
+            problems.append("desktop: the chapter list is not shown")
+        else:
+            toggle.click()
+            if not on_screen(page, CHAPTER_LIST, False):
+                problems.append("desktop: the sidebar toggle does not hide the chapter list")
+            else:
+                toggle.click()
+                if not on_screen(page, CHAPTER_LIST, True):
+                    problems.append("desktop: the sidebar toggle does not bring the chapter list back")
+    # Copy buttons, with everything a reader can open opened (a hidden button has no name yet).
+    if probe["copyButtons"]:
+        page.evaluate(EXPAND)
+        unnamed = copy_buttons_without_name(page)
+        if unnamed:
+            problems.append(f"{unnamed} of {probe['copyButtons']} copy buttons have no accessible name")
+    problems += [f"request to an outside host: {u}" for u in outside]
+    probe["url"] = page.url  # after redirects
     context.close()
-    problems = list(dict.fromkeys(problems))  # the same failure can be reported by two events
+    return probe, problems
+
+
+def tap_outside(page, dialog_side: str) -> None:
+    """Tap the backdrop beside an open sidebar (on the side away from it)."""
+    x = PHONE["width"] - 6 if dialog_side == "left" else 6
+    page.touchscreen.tap(x, PHONE["height"] // 2)
+
+
+def check_phone(browser, url: str, out: Path, stem: str):
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=1)
+    page = context.new_page()
+    problems: list[str] = []
+    outside: list[str] = []
+    watch(page, problems, outside)
+    open_page(page, url, wait_until="load")  # the desktop pass has waited for the network
+    page.screenshot(path=str(out / f"{stem}.phone.png"))
+    themed = page.evaluate("() => !!document.querySelector('.bd-container')")
+    nav = {"menu": False, "contents": None}
+    if themed or page.locator(CHAPTER_LIST).count():
+        # The chapter list: hidden, shown by the primary toggle, hidden again by a tap outside.
+        toggle = visible_toggle(page, "primary-toggle")
+        if toggle is None:
+            problems.append("phone: no visible sidebar toggle")
+        elif not on_screen(page, CHAPTER_LIST, False, timeout=500):
+            problems.append("phone: the chapter list is on screen before the toggle is tapped")
+        else:
+            toggle.tap()
+            if not on_screen(page, CHAPTER_LIST, True):
+                problems.append("phone: tapping the sidebar toggle does not show the chapter list")
+            else:
+                nav["menu"] = True
+                page.screenshot(path=str(out / f"{stem}.phone-menu.png"))
+                tap_outside(page, "left")
+                if not on_screen(page, CHAPTER_LIST, False):
+                    problems.append("phone: tapping outside the chapter list does not hide it")
+        # The page contents, on pages that have them.
+        if page.locator(PAGE_CONTENTS).count():
+            nav["contents"] = False
+            toggle = visible_toggle(page, "secondary-toggle")
+            if toggle is None:
+                problems.append("phone: no visible Contents toggle")
+            else:
+                toggle.tap()
+                if not on_screen(page, PAGE_CONTENTS, True):
+                    problems.append("phone: tapping the Contents toggle does not show the page contents")
+                else:
+                    nav["contents"] = True
+                    page.screenshot(path=str(out / f"{stem}.phone-contents.png"))
+                    tap_outside(page, "right")
+                    if not on_screen(page, PAGE_CONTENTS, False):
+                        problems.append("phone: tapping outside the page contents does not hide them")
+    # Math and page width, with everything a reader can open opened.
+    if page.evaluate(EXPAND):
+        page.wait_for_timeout(300)  # let the page settle (book.js refits math when the text resizes)
+    probe = page.evaluate(PHONE_PROBE)
+    for kind in ("clipped", "outside", "noCue"):
+        for item in probe[kind][:5]:
+            problems.append(f"phone: formula {item}")
+        if len(probe[kind]) > 5:
+            problems.append(f"phone: ... and {len(probe[kind]) - 5} more like it")
+    if probe["width"] > probe["W"]:
+        problems.append(f"phone: the page is {probe['width']} px wide on a {probe['W']} px screen; "
+                        f"widest: {', '.join(probe['wide'])}")
+    problems += [f"phone: request to an outside host: {u}" for u in outside]
+    context.close()
+    return probe, nav, problems
+
+
+def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cache: dict) -> tuple[bool, str]:
+    url = urljoin(base, rel)
+    stem = rel.replace("/", "__")
+    shot = out / (stem + ".png")
+    probe, problems = check_desktop(browser, url, site, out, shot, anchors_cache)
+    phone, nav, phone_problems = check_phone(browser, probe["url"], out, stem)
+    problems = list(dict.fromkeys(problems + phone_problems))  # one failure can be reported by two events
     ok = not problems
+    menus = "menu" + ("+contents" if nav["contents"] else "") if nav["menu"] else "no menu"
     line = (f"{'OK  ' if ok else 'FAIL'} {rel}: {probe['maths'] - probe['unrendered']}/{probe['maths']} math rendered, "
-            f"{probe['images']} images, {len(probe['links'])} links, screenshot {shot.relative_to(ROOT) if ROOT in shot.parents else shot}")
+            f"{probe['images']} images ({probe['contentImages']} in the text), {len(probe['links'])} links, "
+            f"{probe['copyButtons']} copy buttons; phone: {menus}, {phone['scrolling']} formulas scroll; "
+            f"screenshot {shot.relative_to(ROOT) if ROOT in shot.parents else shot}")
     if not ok:
         line += "".join(f"\n       - {p}" for p in problems[:20])
     return ok, line

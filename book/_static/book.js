@@ -1,1 +1,241 @@
 // The book's own scripts (issue 12: phone navigation, figures, copy buttons).
+// No outside dependency; each part is small and independent. The sidebar toggles
+// need no script: _config.yml leaves out the theme's top navbar, whose hidden
+// duplicate toggles were the ones the theme's scripts bound (pydata-sphinx-theme
+// issue 2451). tools/site_check.py checks every part in Chromium.
+(() => {
+  "use strict";
+
+  const onReady = (fn) => {
+    if (document.readyState !== "loading") fn();
+    else document.addEventListener("DOMContentLoaded", fn);
+  };
+  const debounce = (fn, ms) => {
+    let timer = null;
+    return () => {
+      clearTimeout(timer);
+      timer = setTimeout(fn, ms);
+    };
+  };
+
+  // -------------------------------------------------------------------------
+  // Copy buttons (sphinx-copybutton adds them after the page loads and has no
+  // option for a label): each gets the accessible name "Copy code".
+  const labelCopyButtons = (root) => {
+    root.querySelectorAll("button.copybtn:not([aria-label])").forEach((button) => {
+      button.setAttribute("aria-label", "Copy code");
+    });
+  };
+
+  // -------------------------------------------------------------------------
+  // Figures: each image of the page's content opens full size when tapped (the
+  // browser's own image view can be zoomed on a phone).
+  const linkImages = () => {
+    document.querySelectorAll("article.bd-article img").forEach((img) => {
+      const src = img.getAttribute("src");
+      if (!src || src.startsWith("data:") || img.closest("a")) return;
+      const link = document.createElement("a");
+      link.href = src;
+      link.className = "book-image-link";
+      img.parentNode.insertBefore(link, img);
+      link.appendChild(img);
+    });
+  };
+
+  // -------------------------------------------------------------------------
+  // Math that does not fit. MathJax 3 cannot break a formula across lines, so an
+  // inline formula wider than its line is shrunk a little (to no less than
+  // MIN_SCALE), or else scrolls inside its own box (class math-wide); display
+  // equations scroll in the theme's own box. Every scroll box that has more to
+  // show is marked with data-more (left/right/both) for the cue in book.css.
+  const MIN_SCALE = 0.85;
+
+  const lineWidth = (el) => {
+    // The content width of the nearest ancestor that is not inline.
+    let block = el.parentElement;
+    while (block && getComputedStyle(block).display.startsWith("inline")) block = block.parentElement;
+    if (!block) return Infinity;
+    const cs = getComputedStyle(block);
+    return block.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  };
+
+  const markMore = (box) => {
+    const visible = box.clientWidth;
+    const wide = box.scrollWidth; // book.css keeps MathJax's hidden assistive copy out of it
+    if (wide <= visible + 1) {
+      box.removeAttribute("data-more");
+      return;
+    }
+    if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0"); // scrollable by keyboard too
+    const left = box.scrollLeft > 1;
+    const right = box.scrollLeft + visible < wide - 1;
+    box.setAttribute("data-more", left && right ? "both" : left ? "left" : "right");
+  };
+
+  const scrollBoxes = new Set();
+  const watchScroll = (box) => {
+    if (scrollBoxes.has(box)) return;
+    scrollBoxes.add(box);
+    box.addEventListener("scroll", () => markMore(box), { passive: true });
+  };
+
+  // A line may break between a formula and the punctuation after it (or the
+  // bracket before it), leaving "." alone at the start of the next line; glue them.
+  const OPENING = /[(\[“‘]+$/;
+  const CLOSING = /^[.,;:!?)\]”’]+/;
+  const gluePunctuation = () => {
+    document.querySelectorAll("span.math").forEach((span) => {
+      if (span.parentElement.classList.contains("math-nobreak")) return;
+      const before = span.previousSibling;
+      const after = span.nextSibling;
+      const open = before && before.nodeType === 3 ? before.data.match(OPENING) : null;
+      const close = after && after.nodeType === 3 ? after.data.match(CLOSING) : null;
+      if (!open && !close) return;
+      const glued = document.createElement("span");
+      glued.className = "math-nobreak";
+      span.parentNode.insertBefore(glued, span);
+      if (open) {
+        before.data = before.data.slice(0, -open[0].length);
+        glued.appendChild(document.createTextNode(open[0]));
+      }
+      glued.appendChild(span);
+      if (close) {
+        after.data = after.data.slice(close[0].length);
+        glued.appendChild(document.createTextNode(close[0]));
+      }
+    });
+  };
+
+  const fitMath = () => {
+    // Reset, then measure everything, then change: one layout, not one per formula.
+    const spans = Array.from(document.querySelectorAll("span.math")).filter((span) => {
+      const container = span.querySelector(":scope > mjx-container");
+      if (!container || !container.querySelector("mjx-math")) return false;
+      span.classList.remove("math-wide");
+      span.removeAttribute("data-more");
+      span.parentElement.classList.remove("math-nobreak-off");
+      // MathJax scales each formula to the text by its own font-size (e.g. 127.3%).
+      if (container.dataset.fontSize === undefined) container.dataset.fontSize = container.style.fontSize;
+      container.style.fontSize = container.dataset.fontSize;
+      return true;
+    });
+    const sizes = spans.map((span) => {
+      const glued = span.parentElement.classList.contains("math-nobreak") ? span.parentElement : null;
+      const math = span.querySelector(":scope > mjx-container mjx-math").getBoundingClientRect().width;
+      const extra = glued ? glued.getBoundingClientRect().width - span.getBoundingClientRect().width : 0;
+      return [math, extra, lineWidth(glued || span)];
+    });
+    spans.forEach((span, i) => {
+      const [width, extra, available] = sizes[i];
+      if (width === 0 || width + extra <= available + 1) return;
+      const scale = (available - extra) / width;
+      if (scale >= MIN_SCALE) {
+        const container = span.querySelector(":scope > mjx-container");
+        const own = parseFloat(container.dataset.fontSize) || 100;
+        container.style.fontSize = `${Math.floor(own * scale * 10) / 10}%`;
+      } else {
+        span.classList.add("math-wide"); // scrolls in a box as wide as the line
+        span.parentElement.classList.add("math-nobreak-off");
+      }
+    });
+    document.querySelectorAll("div.math mjx-container, span.math-wide").forEach((box) => {
+      watchScroll(box);
+      markMore(box);
+    });
+  };
+
+  const whenMathIsTypeset = (fn) => {
+    const mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(fn);
+    else if (document.querySelector(".math")) setTimeout(() => whenMathIsTypeset(fn), 100);
+  };
+
+  // -------------------------------------------------------------------------
+  // Print: light colours even from dark mode; the chapter keeps its number in
+  // the printed title (the theme prints the page title without it).
+  let themeBeforePrint = null;
+  window.addEventListener("beforeprint", () => {
+    const html = document.documentElement;
+    if (html.dataset.theme === "dark") {
+      themeBeforePrint = "dark";
+      html.dataset.theme = "light";
+    }
+  });
+  window.addEventListener("afterprint", () => {
+    if (themeBeforePrint) document.documentElement.dataset.theme = themeBeforePrint;
+    themeBeforePrint = null;
+  });
+
+  const numberPrintTitle = () => {
+    const printTitle = document.querySelector("#jb-print-docs-body > h1");
+    const title = document.querySelector("article.bd-article h1");
+    const number = title && title.querySelector(".section-number");
+    if (!printTitle || !number) return;
+    printTitle.textContent = `${number.textContent.trim()} ${printTitle.textContent.trim()}`;
+  };
+
+  // -------------------------------------------------------------------------
+  // Search results: Sphinx shows a snippet of each page's source HTML, where math
+  // is still TeX (MathJax renders it only on the page). The snippet's TeX is made
+  // readable text: K_{n-1} -> K_n-1, \le -> ≤, \mathbb{R} -> ℝ, delimiters dropped.
+  const TEX_SYMBOLS = {
+    le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "∼", equiv: "≡",
+    in: "∈", notin: "∉", subset: "⊂", subseteq: "⊆", cup: "∪", cap: "∩", times: "×", cdot: "·",
+    cdots: "⋯", ldots: "…", dots: "…", to: "→", mapsto: "↦", infty: "∞", sum: "∑", prod: "∏",
+    partial: "∂", nabla: "∇", top: "⊤", perp: "⊥", otimes: "⊗", oplus: "⊕", circ: "∘",
+    langle: "⟨", rangle: "⟩", lVert: "‖", rVert: "‖", Vert: "‖", lvert: "|", rvert: "|", mid: "|",
+    alpha: "α", beta: "β", gamma: "γ", delta: "δ", epsilon: "ε", varepsilon: "ε", zeta: "ζ",
+    eta: "η", theta: "θ", iota: "ι", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π",
+    rho: "ρ", sigma: "σ", tau: "τ", phi: "φ", varphi: "φ", chi: "χ", psi: "ψ", omega: "ω",
+    Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Xi: "Ξ", Pi: "Π", Sigma: "Σ", Phi: "Φ",
+    Psi: "Ψ", Omega: "Ω", quad: " ", qquad: " ", ",": " ", ";": " ", "!": "", " ": " ",
+  };
+  const BLACKBOARD = { R: "ℝ", C: "ℂ", N: "ℕ", Z: "ℤ", Q: "ℚ" };
+  const texToText = (text) =>
+    text
+      .replace(/\\[()[\]]/g, "")
+      .replace(/\\mathbb\{([A-Z])\}/g, (m, c) => BLACKBOARD[c] || c)
+      .replace(/\\(?:mathrm|mathbf|mathit|mathcal|operatorname|text|textbf|boldsymbol|bm)\{([^{}]*)\}/g, "$1")
+      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+      .replace(/\\(?:left|right|big|Big|bigg|Bigg)\b/g, "")
+      .replace(/\\([A-Za-z]+|[,;! ])/g, (m, name) => (name in TEX_SYMBOLS ? TEX_SYMBOLS[name] : name))
+      .replace(/\\([{}|])/g, "$1")
+      .replace(/([_^])\{([^{}]*)\}/g, "$1$2")
+      .replace(/[ \t]{2,}/g, " ");
+
+  const readableSearchSnippets = () => {
+    // searchtools.js declares `Search` only on the search page.
+    if (typeof Search === "undefined" || typeof Search.htmlToText !== "function") return;
+    const htmlToText = Search.htmlToText;
+    Search.htmlToText = (html, anchor) => texToText(htmlToText(html, anchor));
+  };
+
+  // -------------------------------------------------------------------------
+  labelCopyButtons(document);
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      m.addedNodes.forEach((node) => {
+        if (node.nodeType === 1 && node.matches("button.copybtn:not([aria-label])")) {
+          node.setAttribute("aria-label", "Copy code");
+        }
+      });
+    }
+  }).observe(document.documentElement, { childList: true, subtree: true });
+
+  onReady(() => {
+    linkImages();
+    numberPrintTitle();
+    readableSearchSnippets();
+    whenMathIsTypeset(() => {
+      gluePunctuation();
+      fitMath();
+      if (document.fonts && document.fonts.ready) document.fonts.ready.then(fitMath);
+    });
+    // Refit when the text's size changes: a turned phone, or a solution opened
+    // (its formulas had no size while it was collapsed).
+    const refit = debounce(() => whenMathIsTypeset(fitMath), 100);
+    const article = document.querySelector("article.bd-article");
+    if (article && window.ResizeObserver) new ResizeObserver(refit).observe(article);
+    window.addEventListener("resize", refit);
+  });
+})();
