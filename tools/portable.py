@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import posixpath
 import re
 import sys
@@ -471,11 +472,15 @@ def cite_year(entry) -> str:
     return entry.fields.get("year", "n.d.")
 
 
+@functools.lru_cache(maxsize=None)
+def _pybtex_plain():
+    from pybtex.plugin import find_plugin
+    return find_plugin("pybtex.style.formatting", "plain")(), find_plugin("pybtex.backends", "markdown")()
+
+
 def reference_line(entry) -> str:
     """One entry of the reference list, in pybtex's plain style, as Markdown."""
-    from pybtex.plugin import find_plugin
-    style = find_plugin("pybtex.style.formatting", "plain")()
-    backend = find_plugin("pybtex.backends", "markdown")()
+    style, backend = _pybtex_plain()
     formatted = style.format_entry(entry.key, entry)
     text = " ".join(formatted.text.render(backend).split())
     # pybtex escapes every punctuation mark; inside a list item only these need it.
