@@ -70,3 +70,152 @@ def test_missing_browser_is_reported_plainly(tmp_path):
                             capture_output=True, text=True, timeout=60,
                             env={"CHROMIUM": str(tmp_path / "x"), "PATH": str(tmp_path)})
     assert strict.returncode == 1  # `make site-check` itself insists on a browser
+
+
+# ---------------------------------------------------------------------------
+# The reader's checks (issue 12): each planted defect, on a small page laid out like
+# the book's theme, is reported on that page and nowhere else.
+
+PNG = bytes.fromhex(  # a 1x1 white PNG
+    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de"
+    "0000000c4944415408d763f8ffff3f0005fe02fea7d6a4d10000000049454e44ae426082")
+
+THEMED = """<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+  body {{ margin: 0; font: 16px/1.5 sans-serif; }}
+  .bd-container {{ display: flex; }}
+  .bd-sidebar-primary {{ width: 240px; flex: none; background: #fff; }}
+  .bd-sidebar-secondary {{ width: 200px; flex: none; background: #fff; }}
+  main {{ flex: 1; min-width: 0; padding: 0 12px; }}
+  nav a {{ display: block; padding: 6px; }}
+  #backdrop {{ display: none; position: fixed; inset: 0; z-index: 5; background: rgba(0, 0, 0, .3); }}
+  body.desk-hidden .bd-sidebar-primary {{ display: none; }}
+  @media (max-width: 959px) {{
+    .bd-sidebar-primary, .bd-sidebar-secondary {{ position: fixed; top: 0; bottom: 0; z-index: 10; }}
+    .bd-sidebar-primary {{ left: -300px; }}
+    .bd-sidebar-secondary {{ right: -300px; }}
+    body.menu-open .bd-sidebar-primary {{ left: 0; }}
+    body.toc-open .bd-sidebar-secondary {{ right: 0; }}
+    body.menu-open #backdrop, body.toc-open #backdrop {{ display: block; }}
+  }}
+  .cue {{ -webkit-mask-image: linear-gradient(to right, #000 80%, transparent);
+          mask-image: linear-gradient(to right, #000 80%, transparent); }}
+  mjx-math {{ display: inline-block; }}
+</style></head><body>
+<div class="bd-container">
+  <div class="bd-sidebar-primary"><nav class="bd-links"><a href="index.html">1. The first chapter</a>
+    <a href="index.html#s1">2. The second chapter</a></nav></div>
+  <main><article class="bd-article">
+    <button class="primary-toggle" aria-label="Chapters">&#9776;</button>
+    <button class="secondary-toggle" aria-label="Contents">&#8801;</button>
+    <h1 id="s1">A page</h1><p>Some prose.</p>
+    {body}
+  </article></main>
+  <div class="bd-sidebar-secondary"><nav class="page-toc"><a href="#s1">1.1. A section</a></nav></div>
+</div>
+<div id="backdrop"></div>
+{script}
+</body></html>"""
+
+NAV_SCRIPT = """<script>
+  const wide = () => matchMedia('(min-width: 960px)').matches;
+  document.querySelector('.primary-toggle').addEventListener('click', () =>
+    document.body.classList.toggle(wide() ? 'desk-hidden' : 'menu-open'));
+  document.querySelector('.secondary-toggle').addEventListener('click', () =>
+    document.body.classList.add('toc-open'));
+  document.getElementById('backdrop').addEventListener('click', () =>
+    document.body.classList.remove('menu-open', 'toc-open'));
+</script>"""
+
+DEFECTS = {
+    # page: (body, whether the navigation script is there, what the check must say)
+    "index.html": (
+        '<img src="fig.png" alt="Error against the number of heads, falling to zero at H = k">'
+        '<p>Inline <span class="math"><mjx-container><mjx-math>x^2</mjx-math></mjx-container></span> fits.</p>'
+        '<div class="math"><mjx-container display="true" class="cue" style="display:block; overflow-x:auto">'
+        '<mjx-math style="width:900px">wide but scrolls with a cue</mjx-math></mjx-container></div>'
+        '<div style="overflow-x:auto"><table><tr><td style="min-width:900px"><span class="math"><mjx-container>'
+        '<mjx-math>in a table that scrolls</mjx-math></mjx-container></span></td></tr></table></div>'
+        '<div class="highlight"><pre id="c">print(1)</pre><button class="copybtn" aria-label="Copy code">'
+        '<svg width="10" height="10"></svg></button></div>',
+        True, None),
+    "nav_broken.html": ("<p>No script behind the toggles.</p>", False,
+                        ["desktop: the sidebar toggle does not hide the chapter list",
+                         "phone: tapping the sidebar toggle does not show the chapter list",
+                         "phone: tapping the Contents toggle does not show the page contents"]),
+    "math_clipped.html": (
+        '<p>Inline <span class="math" style="display:inline-block; max-width:120px; overflow:hidden">'
+        '<mjx-container><mjx-math style="width:300px">K_{n-1} cut off</mjx-math></mjx-container></span>.</p>',
+        True, ["phone: formula K_{n-1} cut off [clipped (300 px wide in a box of 120 px)]"]),
+    "math_no_cue.html": (
+        '<div class="math"><mjx-container display="true" style="display:block; overflow-x:auto">'
+        '<mjx-math style="width:900px">scrolls silently</mjx-math></mjx-container></div>',
+        True, ["phone: formula scrolls silently [scrolls with no cue that it does]"]),
+    "math_sticks_out.html": (
+        '<p>Inline <span class="math"><mjx-container><mjx-math style="width:600px">'
+        'too wide for the screen</mjx-math></mjx-container></span>.</p>',
+        True, ["phone: formula too wide for the screen [sticks out of the page]",
+               "phone: the page is"]),
+    "alt_text.html": (
+        '<img src="fig.png"><img src="fig.png" alt=""><img src="fig.png" alt="../_images/3f2a9c0d1e2b4f5a6b7c.png">'
+        '<img src="fig.png" alt="figure.png"><img src="fig.png" alt="Training curves for H = 3 and H = 4">',
+        True, ["image without alt text saying what it shows: fig.png (alt=None)",
+               "image without alt text saying what it shows: fig.png (alt='')",
+               "image without alt text saying what it shows: fig.png (alt='../_images/3f2a9c0d1e2b4f5a6b7c.png')",
+               "image without alt text saying what it shows: fig.png (alt='figure.png')"]),
+    "copy_unnamed.html": (
+        '<div class="highlight"><pre id="c">print(1)</pre><button class="copybtn">'
+        '<svg width="10" height="10"><path d="M0 0h10v10H0z"/></svg></button></div>'
+        '<div class="highlight"><pre id="d">print(2)</pre><button class="copybtn" aria-label="Copy code">'
+        '<svg width="10" height="10"></svg></button></div>',
+        True, ["1 of 2 copy buttons have no accessible name"]),
+    "too_wide.html": ('<div style="width:700px">A banner wider than a phone.</div>', True,
+                      ["phone: the page is 712 px wide on a 390 px screen; widest: div (to 712 px)"]),
+}
+
+
+def _reader_site(tmp_path):
+    tmp_path.mkdir()
+    (tmp_path / "fig.png").write_bytes(PNG)
+    for name, (body, script, _) in DEFECTS.items():
+        (tmp_path / name).write_text(THEMED.format(body=body, script=NAV_SCRIPT if script else ""))
+    return tmp_path
+
+
+def _report_by_page(report: str) -> dict[str, str]:
+    pages, current = {}, None
+    for line in report.splitlines():
+        if line.startswith(("OK   ", "FAIL ")):
+            current = line[5:].split(":", 1)[0]
+            pages[current] = line
+        elif current and line.startswith("       - "):
+            pages[current] += "\n" + line
+    return pages
+
+
+@pytest.mark.skipif(site_check.find_chromium() is None, reason="no Chromium on this machine")
+def test_reader_checks_fail_on_each_planted_defect(tmp_path):
+    site = _reader_site(tmp_path / "site")
+    out = tmp_path / "shots"
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "site_check.py"), "--site", str(site),
+                          "--out", str(out)], capture_output=True, text=True, timeout=300)
+    pages = _report_by_page(run.stdout)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert set(pages) == set(DEFECTS), run.stdout
+    assert pages["index.html"].startswith("OK   index.html"), pages["index.html"]
+    assert "phone: menu+contents, 1 formulas scroll" in pages["index.html"]
+    for name, (_, _, expected) in DEFECTS.items():
+        if expected is None:
+            continue
+        report = pages[name]
+        assert report.startswith(f"FAIL {name}"), report
+        for message in expected:
+            assert message in report, (message, report)
+        # each page fails for its own defect only
+        assert report.count("\n       - ") == len(expected), report
+    assert f"{len(DEFECTS) - 1} failed" in run.stdout
+    # The phone screenshots: first screen, the chapter list open, the page contents open.
+    for shot in ("index.html.phone.png", "index.html.phone-menu.png", "index.html.phone-contents.png"):
+        assert (out / shot).stat().st_size > 1000, shot
+    assert not (out / "nav_broken.html.phone-menu.png").exists()

@@ -45,6 +45,7 @@ import argparse
 import functools
 import http.server
 import os
+import queue
 import re
 import shutil
 import sys
@@ -54,9 +55,10 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
 try:
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 except ImportError:  # main() reports a missing browser before it needs Playwright
-    PlaywrightTimeout = TimeoutError
+    PlaywrightError = PlaywrightTimeout = Exception
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -260,12 +262,20 @@ def watch(page, problems: list[str], outside: list[str]) -> None:
 
 def open_page(page, url: str, wait_until: str = "networkidle") -> None:
     page.goto(url, wait_until=wait_until)
-    if page.evaluate("() => typeof window.MathJax !== 'undefined'"):
-        page.wait_for_function("() => window.MathJax.startup && window.MathJax.startup.promise", timeout=30000)
-        page.evaluate("() => MathJax.startup.promise")
+    for attempt in range(3):
+        try:
+            if page.evaluate("() => typeof window.MathJax !== 'undefined'"):
+                page.wait_for_function("() => window.MathJax.startup && window.MathJax.startup.promise",
+                                       timeout=30000)
+                page.evaluate("() => MathJax.startup.promise")
+            return
+        except PlaywrightError as exc:  # a redirecting page (index.html) navigated meanwhile
+            if "context was destroyed" not in str(exc) or attempt == 2:
+                raise
+            page.wait_for_load_state(wait_until)
 
 
-def on_screen(page, selector: str, expected: bool, timeout: int = 3000) -> bool:
+def on_screen(page, selector: str, expected: bool, timeout: int = 2000) -> bool:
     """Wait until links matching ``selector`` are (or are not) on screen and on top."""
     try:
         page.wait_for_function(f"(s) => ({ON_SCREEN})(s) === {str(expected).lower()}", arg=selector,
@@ -436,6 +446,7 @@ def main() -> int:
     parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "site-check")
     parser.add_argument("--allow-missing-browser", action="store_true")
+    parser.add_argument("--workers", type=int, default=2, help="browsers checking pages at once (default 2)")
     args = parser.parse_args()
     chromium = find_chromium()
     if chromium is None:
@@ -452,16 +463,53 @@ def main() -> int:
                    if not p.relative_to(site).as_posix().startswith("_"))
     server, base = serve(site)
     start = time.perf_counter()
-    results = []
     anchors_cache: dict = {}
+    # Pages are checked by a few browsers at once (each in its own thread, with its own
+    # Playwright); the report is printed in page order all the same.
+    todo = queue.Queue()
+    for rel in pages:
+        todo.put(rel)
+    done: dict[str, tuple[bool, str]] = {}
+    lock = threading.Condition()
+    errors: list[BaseException] = []
+
+    def worker():
+        try:
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                while True:
+                    try:
+                        rel = todo.get_nowait()
+                    except queue.Empty:
+                        break
+                    try:
+                        result = check_page(browser, base, site, rel, args.out, anchors_cache)
+                    except Exception as exc:  # a page the check cannot finish fails, with the reason
+                        result = (False, f"FAIL {rel}: the check could not finish: {str(exc).splitlines()[0][:200]}")
+                    with lock:
+                        done[rel] = result
+                        lock.notify_all()
+                browser.close()
+        except BaseException as exc:  # reported by the main thread
+            with lock:
+                errors.append(exc)
+                lock.notify_all()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(args.workers, len(pages)))]
+    results = []
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            for rel in pages:
-                ok, line = check_page(browser, base, site, rel, args.out, anchors_cache)
-                print(line, flush=True)
-                results.append(ok)
-            browser.close()
+        for thread in threads:
+            thread.start()
+        for rel in pages:
+            with lock:
+                lock.wait_for(lambda: rel in done or errors)
+                if errors:
+                    raise errors[0]
+                ok, line = done[rel]
+            print(line, flush=True)
+            results.append(ok)
+        for thread in threads:
+            thread.join()
     finally:
         server.shutdown()
     failed = results.count(False)

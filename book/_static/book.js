@@ -28,8 +28,33 @@
   };
 
   // -------------------------------------------------------------------------
-  // Figures: each image of the page's content opens full size when tapped (the
-  // browser's own image view can be zoomed on a phone).
+  // Figures: on a phone a figure shrinks to the screen and its ticks and legends
+  // cannot be read. Each image of the page's content becomes a link to itself;
+  // tapping it shows the figure at its own size in a full-screen view that pans
+  // (a <dialog>: Escape, the close button or a tap beside the figure closes it).
+  // Without the view (a new tab, a long press) the link opens the image file.
+  let viewer = null;
+  const showFigure = (img) => {
+    if (!viewer) {
+      viewer = document.createElement("dialog");
+      viewer.className = "book-figure-view";
+      viewer.setAttribute("aria-label", "Figure at full size");
+      viewer.innerHTML =
+        '<button type="button" class="book-figure-close" aria-label="Close">&times;</button>' +
+        '<div class="book-figure-pan"><img alt=""></div>';
+      document.body.appendChild(viewer);
+      viewer.querySelector(".book-figure-close").addEventListener("click", () => viewer.close());
+      viewer.addEventListener("click", (event) => {
+        if (event.target === viewer || event.target.classList.contains("book-figure-pan")) viewer.close();
+      });
+    }
+    const big = viewer.querySelector("img");
+    big.src = img.currentSrc || img.src;
+    big.alt = img.alt;
+    big.style.width = img.naturalWidth ? `${img.naturalWidth}px` : "";
+    viewer.showModal();
+  };
+
   const linkImages = () => {
     document.querySelectorAll("article.bd-article img").forEach((img) => {
       const src = img.getAttribute("src");
@@ -39,6 +64,11 @@
       link.className = "book-image-link";
       img.parentNode.insertBefore(link, img);
       link.appendChild(img);
+      link.addEventListener("click", (event) => {
+        if (event.ctrlKey || event.metaKey || event.shiftKey || typeof HTMLDialogElement === "undefined") return;
+        event.preventDefault();
+        showFigure(img);
+      });
     });
   };
 
@@ -177,7 +207,7 @@
   // -------------------------------------------------------------------------
   // Search results: Sphinx shows a snippet of each page's source HTML, where math
   // is still TeX (MathJax renders it only on the page). The snippet's TeX is made
-  // readable text: K_{n-1} -> K_n-1, \le -> ≤, \mathbb{R} -> ℝ, delimiters dropped.
+  // readable text: K_{n-1} -> K_(n-1), \le -> ≤, \mathbb{R} -> ℝ, delimiters dropped.
   const TEX_SYMBOLS = {
     le: "≤", leq: "≤", ge: "≥", geq: "≥", ne: "≠", neq: "≠", approx: "≈", sim: "∼", equiv: "≡",
     in: "∈", notin: "∉", subset: "⊂", subseteq: "⊆", cup: "∪", cap: "∩", times: "×", cdot: "·",
@@ -188,20 +218,33 @@
     eta: "η", theta: "θ", iota: "ι", kappa: "κ", lambda: "λ", mu: "μ", nu: "ν", xi: "ξ", pi: "π",
     rho: "ρ", sigma: "σ", tau: "τ", phi: "φ", varphi: "φ", chi: "χ", psi: "ψ", omega: "ω",
     Gamma: "Γ", Delta: "Δ", Theta: "Θ", Lambda: "Λ", Xi: "Ξ", Pi: "Π", Sigma: "Σ", Phi: "Φ",
-    Psi: "Ψ", Omega: "Ω", quad: " ", qquad: " ", ",": " ", ";": " ", "!": "", " ": " ",
+    Psi: "Ψ", Omega: "Ω", quad: " ", qquad: " ", ",": " ", ";": " ", ":": " ", "!": "", " ": " ",
   };
   const BLACKBOARD = { R: "ℝ", C: "ℂ", N: "ℕ", Z: "ℤ", Q: "ℚ" };
-  const texToText = (text) =>
-    text
-      .replace(/\\[()[\]]/g, "")
+  const texToText = (text) => {
+    let s = text
+      .replace(/\\[()[\]]/g, "") // the delimiters \( \) \[ \]
+      .replace(/\\\{/g, "\u0001") // literal braces, kept apart from TeX's grouping braces
+      .replace(/\\\}/g, "\u0002")
+      .replace(/\\\|/g, "‖")
       .replace(/\\mathbb\{([A-Z])\}/g, (m, c) => BLACKBOARD[c] || c)
-      .replace(/\\(?:mathrm|mathbf|mathit|mathcal|operatorname|text|textbf|boldsymbol|bm)\{([^{}]*)\}/g, "$1")
-      .replace(/\\frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
-      .replace(/\\(?:left|right|big|Big|bigg|Bigg)\b/g, "")
-      .replace(/\\([A-Za-z]+|[,;! ])/g, (m, name) => (name in TEX_SYMBOLS ? TEX_SYMBOLS[name] : name))
-      .replace(/\\([{}|])/g, "$1")
-      .replace(/([_^])\{([^{}]*)\}/g, "$1$2")
+      .replace(/\\(?:operatorname|mathrm|textrm|text)\{([^{}]*)\}/g, " $1 ")
+      .replace(/\\(?:mathbf|mathit|mathcal|mathsf|mathtt|textbf|textit|boldsymbol|bm|emph)\{([^{}]*)\}/g, "$1")
+      .replace(/\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|bigg|Bigg)(?![A-Za-z])/g, "");
+    for (let pass = 0; pass < 3; pass++) {
+      // innermost groups first: fractions, roots, and sub/superscripts of several characters
+      s = s
+        .replace(/\\[cdt]?frac\{([^{}]*)\}\{([^{}]*)\}/g, "($1)/($2)")
+        .replace(/\\sqrt\{([^{}]*)\}/g, "√($1)")
+        .replace(/([_^])\{([^{}]*)\}/g, (m, op, body) => (body.trim().length > 1 ? `${op}(${body})` : op + body));
+    }
+    return s
+      .replace(/\\([A-Za-z]+|[,;:! ])/g, (m, name) => (name in TEX_SYMBOLS ? TEX_SYMBOLS[name] : name))
+      .replace(/[{}]/g, "")
+      .replace(/\u0001/g, "{")
+      .replace(/\u0002/g, "}")
       .replace(/[ \t]{2,}/g, " ");
+  };
 
   const readableSearchSnippets = () => {
     // searchtools.js declares `Search` only on the search page.
