@@ -16,7 +16,7 @@ NBVAL := MPLBACKEND=Agg $(BIN)/pytest --nbval --nbval-current-env --nbval-saniti
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable
+.PHONY: book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -43,6 +43,7 @@ test-notebooks: $(STAMP)
 test-build: $(STAMP)
 	$(BUILD)
 	PORTABLE_REQUIRE_SITE=1 $(BIN)/pytest -q tests/test_portable.py -k built_site
+	BOOK_HTML=_build/html $(BIN)/pytest -q tests/test_figures_a11y.py tests/test_numbering.py
 
 # The built site in headless Chromium: math rendered, no errors, no outside requests,
 # no broken links or images; screenshots in _build/site-check/.
@@ -61,6 +62,13 @@ assignments: $(STAMP)
 # when they are stale. Rerun after changing a chapter.
 portable: $(STAMP)
 	$(BIN)/python tools/portable.py --all
+
+# Sets the repository's public address everywhere it is used: repository.url in
+# _config.yml, each chapter's set-up cell, the site address derived from it, and the
+# portable notebooks. Usage: make repository URL=https://github.com/ORG/REPO
+repository: $(STAMP)
+	@test -n "$(URL)" || { echo "usage: make repository URL=https://github.com/ORG/REPO"; exit 2; }
+	$(BIN)/python tools/set_repository.py "$(URL)"
 
 # Each portable chapter (notebooks/) copied alone into an empty folder and run in a fresh venv that has only
 # the package's declared dependencies (installed by the chapter's set-up cell), as in
