@@ -174,6 +174,44 @@
     });
   };
 
+  // Print has no scrolling: a formula wider than the printed column would be cut.
+  // Each wide formula records its width in its own ems (--math-em) and its own
+  // size (--math-font); in print, book.css sizes it to
+  // min(its size, column width / its width in ems), the column being its nearest
+  // block, made a CSS size container. No layout changes on screen.
+  const PRINT_CANDIDATE = 300; // px: narrower formulas fit any printed column
+  const markPrintWidths = () => {
+    const marks = [];
+    document.querySelectorAll("main mjx-container").forEach((container) => {
+      const math = container.querySelector(":scope > mjx-math");
+      if (!math) return;
+      const display = container.getAttribute("display") === "true";
+      const own = display ? container.closest("div.math") : container.closest("span.math");
+      if (!own) return;
+      let width = display ? container.scrollWidth : math.getBoundingClientRect().width;
+      if (display) {
+        const number = own.querySelector(":scope > .eqno");
+        if (number) width += number.getBoundingClientRect().width + 8;
+      } else if (own.parentElement.classList.contains("math-nobreak")) {
+        width += own.parentElement.getBoundingClientRect().width - own.getBoundingClientRect().width;
+      }
+      if (width < PRINT_CANDIDATE) return;
+      let box = own;
+      if (!display) {
+        box = own.parentElement;
+        while (box && getComputedStyle(box).display.startsWith("inline")) box = box.parentElement;
+        if (!box || box.closest("td, th")) return; // a table cell must keep its own width
+      }
+      marks.push([container, box, width / parseFloat(getComputedStyle(container).fontSize)]);
+    });
+    marks.forEach(([container, box, ems]) => {
+      container.style.setProperty("--math-em", ems.toFixed(3));
+      container.style.setProperty("--math-font", container.dataset.fontSize || container.style.fontSize || "100%");
+      container.classList.add("book-print-fit");
+      box.classList.add("book-math-box");
+    });
+  };
+
   const whenMathIsTypeset = (fn) => {
     const mj = window.MathJax;
     if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(fn);
@@ -269,14 +307,18 @@
     linkImages();
     numberPrintTitle();
     readableSearchSnippets();
+    const settleMath = () => {
+      fitMath();
+      markPrintWidths();
+    };
     whenMathIsTypeset(() => {
       gluePunctuation();
-      fitMath();
-      if (document.fonts && document.fonts.ready) document.fonts.ready.then(fitMath);
+      settleMath();
+      if (document.fonts && document.fonts.ready) document.fonts.ready.then(settleMath);
     });
     // Refit when the text's size changes: a turned phone, or a solution opened
     // (its formulas had no size while it was collapsed).
-    const refit = debounce(() => whenMathIsTypeset(fitMath), 100);
+    const refit = debounce(() => whenMathIsTypeset(settleMath), 100);
     const article = document.querySelector("article.bd-article");
     if (article && window.ResizeObserver) new ResizeObserver(refit).observe(article);
     window.addEventListener("resize", refit);
