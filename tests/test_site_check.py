@@ -128,8 +128,16 @@ NAV_SCRIPT = """<script>
     document.body.classList.remove('menu-open', 'toc-open'));
 </script>"""
 
+ONE_WAY_SCRIPT = """<script>
+  const wide = () => matchMedia('(min-width: 960px)').matches;
+  document.querySelector('.primary-toggle').addEventListener('click', () =>
+    document.body.classList.add(wide() ? 'desk-hidden' : 'menu-open'));
+  document.querySelector('.secondary-toggle').addEventListener('click', () =>
+    document.body.classList.add('toc-open'));
+</script>"""
+
 DEFECTS = {
-    # page: (body, whether the navigation script is there, what the check must say)
+    # page: (body, the navigation script (True: the working one), what the check must say)
     "index.html": (
         '<img src="fig.png" alt="Error against the number of heads, falling to zero at H = k">'
         '<p>Inline <span class="math"><mjx-container><mjx-math>x^2</mjx-math></mjx-container></span> fits.</p>'
@@ -144,6 +152,10 @@ DEFECTS = {
                         ["desktop: the sidebar toggle does not hide the chapter list",
                          "phone: tapping the sidebar toggle does not show the chapter list",
                          "phone: tapping the Contents toggle does not show the page contents"]),
+    "nav_one_way.html": ("<p>The toggles open (or hide) but nothing closes (or shows) again.</p>", ONE_WAY_SCRIPT,
+                         ["desktop: the sidebar toggle does not bring the chapter list back",
+                          "phone: tapping outside the chapter list does not hide it",
+                          "phone: tapping outside the page contents does not hide them"]),
     "math_clipped.html": (
         '<p>Inline <span class="math" style="display:inline-block; max-width:120px; overflow:hidden">'
         '<mjx-container><mjx-math style="width:300px">K_{n-1} cut off</mjx-math></mjx-container></span>.</p>',
@@ -159,11 +171,14 @@ DEFECTS = {
                "phone: the page is"]),
     "alt_text.html": (
         '<img src="fig.png"><img src="fig.png" alt=""><img src="fig.png" alt="../_images/3f2a9c0d1e2b4f5a6b7c.png">'
-        '<img src="fig.png" alt="figure.png"><img src="fig.png" alt="Training curves for H = 3 and H = 4">',
+        '<img src="fig.png" alt="figure.png"><img src="fig.png" alt="3f2a9c0d1e2b4f5a6b7c8d9e">'
+        '<img src="fig.png" alt="figures/heads"><img src="fig.png" alt="Training curves for H = 3 and H = 4">',
         True, ["image without alt text saying what it shows: fig.png (alt=None)",
                "image without alt text saying what it shows: fig.png (alt='')",
                "image without alt text saying what it shows: fig.png (alt='../_images/3f2a9c0d1e2b4f5a6b7c.png')",
-               "image without alt text saying what it shows: fig.png (alt='figure.png')"]),
+               "image without alt text saying what it shows: fig.png (alt='figure.png')",
+               "image without alt text saying what it shows: fig.png (alt='3f2a9c0d1e2b4f5a6b7c8d9e')",
+               "image without alt text saying what it shows: fig.png (alt='figures/heads')"]),
     "copy_unnamed.html": (
         '<div class="highlight"><pre id="c">print(1)</pre><button class="copybtn">'
         '<svg width="10" height="10"><path d="M0 0h10v10H0z"/></svg></button></div>'
@@ -179,7 +194,8 @@ def _reader_site(tmp_path):
     tmp_path.mkdir()
     (tmp_path / "fig.png").write_bytes(PNG)
     for name, (body, script, _) in DEFECTS.items():
-        (tmp_path / name).write_text(THEMED.format(body=body, script=NAV_SCRIPT if script else ""))
+        script = NAV_SCRIPT if script is True else script or ""
+        (tmp_path / name).write_text(THEMED.format(body=body, script=script))
     return tmp_path
 
 

@@ -337,14 +337,10 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
             problems.append("desktop: no visible sidebar toggle")
         elif not on_screen(page, CHAPTER_LIST, True):
             problems.append("desktop: the chapter list is not shown")
-        else:
-            toggle.click()
-            if not on_screen(page, CHAPTER_LIST, False):
-                problems.append("desktop: the sidebar toggle does not hide the chapter list")
-            else:
-                toggle.click()
-                if not on_screen(page, CHAPTER_LIST, True):
-                    problems.append("desktop: the sidebar toggle does not bring the chapter list back")
+        elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, False):
+            problems.append("desktop: the sidebar toggle does not hide the chapter list")
+        elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, True):
+            problems.append("desktop: the sidebar toggle does not bring the chapter list back")
     # Copy buttons, with everything a reader can open opened (a hidden button has no name yet).
     if probe["copyButtons"]:
         page.evaluate(EXPAND)
@@ -355,6 +351,15 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
     probe["url"] = page.url  # after redirects
     context.close()
     return probe, problems
+
+
+def press(toggle, touch: bool) -> bool:
+    """Tap (phone) or click (desktop) a toggle; False when nothing can be pressed there."""
+    try:
+        (toggle.tap if touch else toggle.click)(timeout=5000)
+        return True
+    except PlaywrightTimeout:
+        return False
 
 
 def tap_outside(page, dialog_side: str) -> None:
@@ -380,32 +385,30 @@ def check_phone(browser, url: str, out: Path, stem: str):
             problems.append("phone: no visible sidebar toggle")
         elif not on_screen(page, CHAPTER_LIST, False, timeout=500):
             problems.append("phone: the chapter list is on screen before the toggle is tapped")
+        elif not press(toggle, touch=True) or not on_screen(page, CHAPTER_LIST, True):
+            problems.append("phone: tapping the sidebar toggle does not show the chapter list")
         else:
-            toggle.tap()
-            if not on_screen(page, CHAPTER_LIST, True):
-                problems.append("phone: tapping the sidebar toggle does not show the chapter list")
-            else:
-                nav["menu"] = True
-                page.screenshot(path=str(out / f"{stem}.phone-menu.png"))
-                tap_outside(page, "left")
-                if not on_screen(page, CHAPTER_LIST, False):
-                    problems.append("phone: tapping outside the chapter list does not hide it")
+            nav["menu"] = True
+            page.screenshot(path=str(out / f"{stem}.phone-menu.png"))
+            tap_outside(page, "left")
+            if not on_screen(page, CHAPTER_LIST, False):
+                problems.append("phone: tapping outside the chapter list does not hide it")
+                open_page(page, url, wait_until="load")  # start the next test from a closed menu
         # The page contents, on pages that have them.
         if page.locator(PAGE_CONTENTS).count():
             nav["contents"] = False
             toggle = visible_toggle(page, "secondary-toggle")
             if toggle is None:
                 problems.append("phone: no visible Contents toggle")
+            elif not press(toggle, touch=True) or not on_screen(page, PAGE_CONTENTS, True):
+                problems.append("phone: tapping the Contents toggle does not show the page contents")
             else:
-                toggle.tap()
-                if not on_screen(page, PAGE_CONTENTS, True):
-                    problems.append("phone: tapping the Contents toggle does not show the page contents")
-                else:
-                    nav["contents"] = True
-                    page.screenshot(path=str(out / f"{stem}.phone-contents.png"))
-                    tap_outside(page, "right")
-                    if not on_screen(page, PAGE_CONTENTS, False):
-                        problems.append("phone: tapping outside the page contents does not hide them")
+                nav["contents"] = True
+                page.screenshot(path=str(out / f"{stem}.phone-contents.png"))
+                tap_outside(page, "right")
+                if not on_screen(page, PAGE_CONTENTS, False):
+                    problems.append("phone: tapping outside the page contents does not hide them")
+                    open_page(page, url, wait_until="load")
     # Math and page width, with everything a reader can open opened.
     if page.evaluate(EXPAND):
         page.wait_for_timeout(300)  # let the page settle (book.js refits math when the text resizes)
