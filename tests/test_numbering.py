@@ -12,15 +12,19 @@ Two checks: no *bare* number (a theorem-like word followed by a number without a
 chapter dot), and every dotted number names a result that exists, with the numbers
 computed from the chapters' directives the way sphinx-proof and sphinx-exercise number
 them. When a built site is present, those computed numbers are compared with the
-rendered ones.
+rendered ones. A third check, for the library's docstrings: the sentence of a reference
+names the result it cites (a word of its title). That catches an existing number put for
+the wrong result unless the sentence happens to share a word with the wrong result's title.
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -93,9 +97,9 @@ def chapter_numbers() -> dict[str, int]:
     return {stem: k for k, stem in enumerate(stems, start=1)}
 
 
-def book_numbers() -> dict[str, tuple[str, str]]:
-    """``{"Theorem 3.1": (label, notebook)}`` for every numbered result and exercise of the book."""
-    numbers = {}
+def _numbered_directives() -> list[tuple[str, str, str, str]]:
+    """``(number, label, title, notebook)`` for every numbered result and exercise, in book order."""
+    found = []
     for stem, chapter in chapter_numbers().items():
         nb = json.loads((ROOT / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8"))
         counts: dict[str, int] = {}
@@ -110,9 +114,15 @@ def book_numbers() -> dict[str, tuple[str, str]]:
                     continue  # proofs and other unnumbered boxes
                 counts[kind] = counts.get(kind, 0) + 1
                 label = re.search(r"^:label:\s*(\S+)", text[m.end():], re.M)
-                numbers[f"{kind.capitalize()} {chapter}.{counts[kind]}"] = (
-                    label.group(1) if label else "", stem)
-    return numbers
+                title = text[m.end():].split("\n", 1)[0].strip()
+                found.append((f"{kind.capitalize()} {chapter}.{counts[kind]}",
+                              label.group(1) if label else "", title, stem))
+    return found
+
+
+def book_numbers() -> dict[str, tuple[str, str]]:
+    """``{"Theorem 3.1": (label, notebook)}`` for every numbered result and exercise of the book."""
+    return {number: (label, stem) for number, label, _, stem in _numbered_directives()}
 
 
 # --------------------------------------------------------------------------- the detector itself
@@ -159,6 +169,97 @@ def test_book_numbers_name_results_that_exist():
     wrong = sorted({(where, m.group(0)) for where, text in reader_facing_texts()
                     for m in DOTTED.finditer(text) if m.group(0) not in numbers})
     assert not wrong, f"no such result in the book: {wrong}"
+
+
+# --------------------------------------------------------------------------- the right result
+#
+# A number that exists can still name the wrong result (a docstring once cited "Theorem 3.2",
+# the nonnegative head count, for the softmax-with-a-sink construction that follows it). A
+# docstring's reference must therefore come with a word of the result's title or label, in
+# the same sentence or in the name of the documented function. Only the words that set a
+# result apart count: those of at most two results' titles and labels ("head", "operator",
+# "rank" are everywhere), or all of them for a result with none of its own. "after
+# Corollary 3.1" points at the text that follows a result, not at the result, and is not
+# checked.
+
+_STOPWORDS = {"with", "that", "then", "from", "this", "every", "have", "into", "over", "their"}
+_STOPWORDS |= {kind.lower() for kind in KINDS}
+
+
+def _stems(text: str) -> set[str]:
+    """The words of ``text`` of four letters or more, cut to their first five (heads ~ head)."""
+    return {w[:5] for w in re.findall(r"[a-z]{4,}", text.lower()) if w not in _STOPWORDS}
+
+
+def result_words() -> dict[str, set[str]]:
+    """``{"Theorem 3.2": {"nonne", "count"}}``: the distinctive words of each result's title and label."""
+    words = {number: _stems(title + " " + label.split("-", 1)[-1])
+             for number, label, title, _ in _numbered_directives()}
+    spread = Counter(w for number, ws in words.items() if not number.startswith("Exercise") for w in ws)
+    # A result with no word of its own ("Rank bound") is named by any word of its title.
+    return {number: {w for w in ws if spread[w] <= 2} or ws for number, ws in words.items()}
+
+
+def unnamed_references(docstring: str, name: str, words: dict[str, set[str]]) -> list[str]:
+    """The references in ``docstring`` (of the object ``name``) whose sentence names no word of the result."""
+    bad = []
+    for paragraph in re.split(r"\n\s*\n|\n\s*[*-] ", docstring):
+        for sentence in re.split(r"(?<=[.;])\s+", paragraph):
+            for m in DOTTED.finditer(sentence):
+                if re.search(r"\b(?:after|before)\s+$", sentence[:m.start()]):
+                    continue
+                context = sentence[:m.start()] + " " + sentence[m.end():] + " " + name.replace("_", " ")
+                if not words.get(m.group(0), set()) & _stems(context):
+                    bad.append(" ".join(sentence.split()))
+    return bad
+
+
+def library_docstrings() -> list[tuple[str, str, str]]:
+    """``(file, documented name, docstring)`` for the modules, classes and functions of ``lib``."""
+    found = []
+    for path in sorted((ROOT / "lib").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc:
+                    found.append((str(path.relative_to(ROOT)), getattr(node, "name", path.stem), doc))
+    return found
+
+
+@pytest.mark.parametrize("doc, name, ok", [
+    # the mistake this check is for, and its correction
+    ("Genuine softmax heads with a sink that reproduce the lags ``K`` exactly (Theorem 3.2).",
+     "softmax_heads", False),
+    ('Genuine softmax heads with a sink (Chapter 3, "Softmax, with a sink").', "softmax_heads", True),
+    ("The fewest heads with nonnegative coefficients (Theorem 3.2).", "count", True),
+    # the right number under the wrong title; a word in the function's name counts
+    ("The bound on the decay (Proposition 4.2).", "bound", False),
+    ("The bound on the decay (Proposition 4.3).", "bound", True),
+    ("Theorem 4.1's input.", "highway_input", True),
+    ("Theorem 4.1's input.", "make_input", False),
+    # a word of another sentence does not count; a pointer to the text after a result is not checked
+    ("Nonnegative weights. Softmax weights (Theorem 3.2).", "f", False),
+    ("The weights (Chapter 3, after Corollary 3.1).", "weights", True),
+])
+def test_detector_of_unnamed_references(doc, name, ok):
+    assert (not unnamed_references(doc, name, result_words())) == ok
+
+
+def test_every_result_has_words():
+    empty = [number for number, ws in result_words().items() if not ws]
+    assert not empty, f"results whose title and label have no word to check a reference by: {empty}"
+
+
+def test_library_references_name_their_result():
+    """A docstring that cites "Theorem 3.2" says what Theorem 3.2 is about, in the same sentence."""
+    words = result_words()
+    bad = [(where, name, sentence) for where, name, doc in library_docstrings()
+           for sentence in unnamed_references(doc, name, words)]
+    titles = {number: title for number, _, title, _ in _numbered_directives()}
+    assert not bad, ("a reference whose sentence names nothing of the result (is it the right "
+                     "result? name it, e.g. 'the head-count theorem (Theorem 3.1)'; titles: "
+                     f"{titles}): {bad}")
 
 
 def test_computed_numbers_cover_the_book():

@@ -5,13 +5,14 @@ operator is block-Toeplitz with lags ``Khat_l = sum_h c_h(l) V_h``. Matching an
 SSM's lags ``K_l = C A^l B`` with as few heads as possible is a low-rank
 factorisation of the matrix ``G = [vec K_0, ..., vec K_{n-1}]``:
 
-* :func:`exact_heads` uses ``k = rank G`` heads and is exact (Theorem 3.1);
+* :func:`exact_heads` uses ``k = rank G`` heads and is exact (the head-count theorem, Theorem 3.1);
 * :func:`optimal_heads` gives the best ``H < k`` heads and their error, the
   Eckart-Young tail of the singular values (Corollary 3.1);
 * :func:`fit_heads` trains heads by gradient descent on white noise, the
   experiment a practitioner would run;
-* :func:`is_pointed`, :func:`nonnegative_heads` and :func:`softmax_heads` handle
-  heads whose weights must be nonnegative or genuine softmax weights (Theorem 3.2).
+* :func:`is_pointed` and :func:`nonnegative_heads` handle heads whose weights must be
+  nonnegative (Theorem 3.2), and :func:`softmax_heads` genuine softmax weights with a
+  sink (Chapter 3, "Softmax, with a sink").
 """
 
 from __future__ import annotations
@@ -349,8 +350,8 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     """``k(n)`` relative-position heads that reproduce the SSM on every input of length ``<= n``.
 
     The value maps are an orthonormal basis of ``span{K_0, ..., K_{n-1}}`` and the
-    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (Theorem 3.1). The
-    number of heads ``k`` is counted by the rule of
+    coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (the head-count theorem,
+    Theorem 3.1). The number of heads ``k`` is counted by the rule of
     :func:`ssmheads.span.lag_span_dimension` (the largest count over the prefixes of
     the lags, capped at the minimal polynomial degree), and the value maps are the
     top ``k`` left singular directions of ``[vec K_0, ..., vec K_{n-1}]``.
@@ -878,7 +879,7 @@ class SoftmaxSinkHeads(_Layer):
 
 
 def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
-    """Genuine softmax heads with a sink that reproduce the lags ``K`` exactly (Theorem 3.2).
+    """Genuine softmax heads with a sink that reproduce the lags ``K`` exactly (Chapter 3, "Softmax, with a sink").
 
     Starts from :func:`nonnegative_heads` with ``strict=True`` (``k`` heads if the cone is
     pointed and no lag is zero, ``k + 1`` otherwise), then for each head: rescales the

@@ -227,8 +227,8 @@ def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0
     """A random stable SSM with state size ``N = k`` whose lag span has dimension exactly ``k``.
 
     ``A = Q diag(lambda) Q^T`` with a random orthogonal ``Q`` and ``k`` distinct
-    eigenvalues spread over ``[-rho, rho]`` (so ``k(n) = min(n, k)``, Proposition 2.2),
-    and Gaussian ``B``, ``C``. ``A`` is normal, so ``||A^l|| = rho^l`` and the
+    eigenvalues spread over ``[-rho, rho]``, and Gaussian ``B``, ``C`` (so
+    ``k(n) = min(n, k)``: the bound is attained, Proposition 2.2). ``A`` is normal, so ``||A^l|| = rho^l`` and the
     computed lags carry no amplified rounding error (a non-normal ``A`` can make
     rounding look like an extra dimension). Requires ``k <= p * d``, since the span
     lives in the ``pd``-dimensional space of ``p x d`` matrices.

@@ -87,7 +87,7 @@ def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
 
 
 def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
-    """Chapter 3, exercise "build the heads": the construction of Theorem 3.1.
+    """Chapter 3, exercise "build the heads": the head-count theorem's construction (Theorem 3.1).
 
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with

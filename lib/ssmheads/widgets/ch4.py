@@ -18,12 +18,12 @@ def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed
     The query is fixed at the last position ``n`` and the key moves. Five curves: one
     softmax head on Theorem 4.1's input with weight ``a`` on a single key, rebuilt with the
     key at each distance (flat, at the price of a key of norm ~ log n); the SSM
-    ``A = rho R(0.3)``, ``B = C = I_2`` (``rho^l``) with its cond(S) bound (Proposition 4.3);
-    the same SSM with ``rho = 1`` (a rotation, no decay); and the head on a random input of
-    unit-norm tokens. With the query fixed, every key competes with the same ``n`` tokens, so
-    that curve is flat near ``c / n``: the ``1/L`` decay of Proposition 4.2 appears when the
-    query moves with the distance (query at ``L``, key at the start), as in the chapter's
-    figure. The comparison is ``1/L`` (or ``1/n``) against ``rho^L``, not flat against
+    ``A = rho R(0.3)``, ``B = C = I_2`` (``rho^l``) with its cond(S) bound on the decay
+    (Proposition 4.3); the same SSM with ``rho = 1`` (a rotation, no decay); and the head on
+    a random input of unit-norm tokens. With the query fixed, every key competes with the
+    same ``n`` tokens, so that curve is flat near ``c / n``: the ``1/L`` decay on bounded
+    tokens (Proposition 4.2) appears when the query moves with the distance (query at ``L``,
+    key at the start), as in the chapter's figure. The comparison is ``1/L`` (or ``1/n``) against ``rho^L``, not flat against
     decaying.
 
     Parameters
