@@ -102,23 +102,29 @@ THEMED = """<!DOCTYPE html><html><head><meta charset="utf-8">
   .cue {{ -webkit-mask-image: linear-gradient(to right, #000 80%, transparent);
           mask-image: linear-gradient(to right, #000 80%, transparent); }}
   mjx-math {{ display: inline-block; }}
+  .toggle-hidden > :not(.admonition-title) {{ display: none; }}
 </style></head><body>
 <div class="bd-container">
   <div class="bd-sidebar-primary"><nav class="bd-links"><a href="index.html">1. The first chapter</a>
-    <a href="index.html#s1">2. The second chapter</a></nav></div>
+    <a href="index.html#s1">2. The second chapter</a><a class="current" href="#">3. This page</a></nav></div>
   <main><article class="bd-article">
     <button class="primary-toggle" aria-label="Chapters">&#9776;</button>
     <button class="secondary-toggle" aria-label="Contents">&#8801;</button>
     <h1 id="s1">A page</h1><p>Some prose.</p>
     {body}
+    <div style="height: 1600px"></div>
+    <section id="far"><h2>A section far below</h2><p>The end.</p></section>
   </article></main>
-  <div class="bd-sidebar-secondary"><nav class="page-toc"><a href="#s1">1.1. A section</a></nav></div>
+  <div class="bd-sidebar-secondary"><nav class="page-toc"><a href="#s1">1.1. A section</a>
+    <a href="#far">1.2. A section far below</a></nav></div>
 </div>
 <div id="backdrop"></div>
 {script}
 </body></html>"""
 
-NAV_SCRIPT = """<script>
+# The drawers: toggles, a backdrop that closes them, and (CLOSE_ON_LINKS) a tap on a
+# link in a drawer closes it too.
+OPEN_CLOSE = """
   const wide = () => matchMedia('(min-width: 960px)').matches;
   document.querySelector('.primary-toggle').addEventListener('click', () =>
     document.body.classList.toggle(wide() ? 'desk-hidden' : 'menu-open'));
@@ -126,7 +132,22 @@ NAV_SCRIPT = """<script>
     document.body.classList.add('toc-open'));
   document.getElementById('backdrop').addEventListener('click', () =>
     document.body.classList.remove('menu-open', 'toc-open'));
-</script>"""
+"""
+CLOSE_ON_LINKS = """
+  document.querySelectorAll('.bd-sidebar-primary a, .bd-sidebar-secondary a').forEach(a =>
+    a.addEventListener('click', () => document.body.classList.remove('menu-open', 'toc-open')));
+"""
+# Like sphinx-togglebutton: a click on a collapsed block's title (or its button) opens it.
+TOGGLES = """
+  document.querySelectorAll('.admonition.toggle > .admonition-title').forEach(title =>
+    title.addEventListener('click', (event) => {
+      if (event.target !== title && !event.target.closest('button')) return;
+      const block = title.parentElement, button = title.querySelector('button');
+      block.classList.toggle('toggle-hidden');
+      button.setAttribute('aria-expanded', String(!block.classList.contains('toggle-hidden')));
+    }));
+"""
+NAV_SCRIPT = f"<script>{OPEN_CLOSE}{CLOSE_ON_LINKS}{TOGGLES}</script>"
 
 ONE_WAY_SCRIPT = """<script>
   const wide = () => matchMedia('(min-width: 960px)').matches;
@@ -134,7 +155,20 @@ ONE_WAY_SCRIPT = """<script>
     document.body.classList.add(wide() ? 'desk-hidden' : 'menu-open'));
   document.querySelector('.secondary-toggle').addEventListener('click', () =>
     document.body.classList.add('toc-open'));
-</script>"""
+""" + CLOSE_ON_LINKS + "</script>"
+
+# The drawers close on a tap on a link, but the link goes nowhere.
+NO_JUMP_SCRIPT = ("<script>" + OPEN_CLOSE + """
+  document.querySelectorAll('.bd-sidebar-primary a, .bd-sidebar-secondary a').forEach(a =>
+    a.addEventListener('click', (event) => { event.preventDefault();
+      document.body.classList.remove('menu-open', 'toc-open'); }));
+""" + "</script>")
+
+SOLUTION = ('<div class="exercise admonition" id="ex-1"><p class="admonition-title">Exercise 1.1 (Count them)</p>'
+            '<p>Count the heads.</p></div>'
+            '<div class="solution dropdown admonition toggle toggle-hidden" id="sol-1">'
+            '<p class="admonition-title">Solution to{title}<button type="button" class="toggle-button" '
+            'aria-expanded="false">&#9660;</button></p><section><p>There are four.</p></section></div>')
 
 DEFECTS = {
     # page: (body, the navigation script (True: the working one), what the check must say)
@@ -146,8 +180,18 @@ DEFECTS = {
         '<div style="overflow-x:auto"><table><tr><td style="min-width:900px"><span class="math"><mjx-container>'
         '<mjx-math>in a table that scrolls</mjx-math></mjx-container></span></td></tr></table></div>'
         '<div class="highlight"><pre id="c">print(1)</pre><button class="copybtn" aria-label="Copy code">'
-        '<svg width="10" height="10"></svg></button></div>',
+        '<svg width="10" height="10"></svg></button></div>' + SOLUTION.format(title=" Exercise 1.1 (Count them)"),
         True, None),
+    "nav_stays_open.html": ("<p>The drawers close only on a tap beside them.</p>",
+                            f"<script>{OPEN_CLOSE}</script>",
+                            ["phone: tapping the link to this page in the chapter list does not close it",
+                             "phone: tapping an entry of the page contents does not close them"]),
+    "nav_no_jump.html": ("<p>A tap on an entry closes the drawer, and the page stays where it was.</p>",
+                         NO_JUMP_SCRIPT,
+                         ["phone: after tapping the page contents entry #far, its heading is not on screen"]),
+    "title_link.html": (SOLUTION.format(title='<a href="#ex-1"> Exercise 1.1 (Count them)</a>'), True,
+                        ['phone: tapping the title "Solution to Exercise 1.1 (Count them)" does not open it '
+                         "(the tap went to title_link.html#ex-1)"]),
     "nav_broken.html": ("<p>No script behind the toggles.</p>", False,
                         ["desktop: the sidebar toggle does not hide the chapter list",
                          "phone: tapping the sidebar toggle does not show the chapter list",
@@ -220,7 +264,7 @@ def test_reader_checks_fail_on_each_planted_defect(tmp_path):
     assert run.returncode == 1, run.stdout + run.stderr
     assert set(pages) == set(DEFECTS), run.stdout
     assert pages["index.html"].startswith("OK   index.html"), pages["index.html"]
-    assert "phone: menu+contents, 1 formulas scroll" in pages["index.html"]
+    assert "phone: menu+contents, 1 formulas scroll, 1 opened by their titles" in pages["index.html"]
     for name, (_, _, expected) in DEFECTS.items():
         if expected is None:
             continue
@@ -231,7 +275,9 @@ def test_reader_checks_fail_on_each_planted_defect(tmp_path):
         # each page fails for its own defect only
         assert report.count("\n       - ") == len(expected), report
     assert f"{len(DEFECTS) - 1} failed" in run.stdout
-    # The phone screenshots: first screen, the chapter list open, the page contents open.
-    for shot in ("index.html.phone.png", "index.html.phone-menu.png", "index.html.phone-contents.png"):
+    # The phone screenshots: first screen, the chapter list open, the page contents open,
+    # the page after a tap on an entry of the contents.
+    for shot in ("index.html.phone.png", "index.html.phone-menu.png", "index.html.phone-contents.png",
+                 "index.html.phone-contents-tap.png"):
         assert (out / shot).stat().st_size > 1000, shot
     assert not (out / "nav_broken.html.phone-menu.png").exists()

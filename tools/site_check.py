@@ -25,6 +25,11 @@ and, opened again at phone size (390 x 844, touch), when:
 * tapping the primary-sidebar toggle does not show the chapter list (links that are
   on screen and on top), or tapping outside does not hide it again; the same for the
   secondary sidebar ("Contents") on pages that have one;
+* tapping a link to the page itself in the open chapter list does not close it;
+* tapping an entry of the open page contents (the last one shown, the farthest down)
+  does not close them, or its heading is not then on screen and on top;
+* tapping the middle of the title of a collapsed block (a solution, a dropdown) does
+  not open it, or goes somewhere else (a link in the title);
 * a formula is clipped: its rendering is wider than a box that hides overflow, or
   sticks out of the page; a formula may scroll sideways only inside its own math box,
   and then the box must show a cue (a fade, shadow or background) that it scrolls
@@ -32,8 +37,9 @@ and, opened again at phone size (390 x 844, touch), when:
 * the page is wider than the screen (it scrolls sideways).
 
 A full-page screenshot of every page at desktop width is saved under ``--out``, with
-three at phone size: the first screen (``*.phone.png``), the chapter list open
-(``*.phone-menu.png``) and the page contents open (``*.phone-contents.png``). One
+four at phone size: the first screen (``*.phone.png``), the chapter list open
+(``*.phone-menu.png``), the page contents open (``*.phone-contents.png``) and the
+screen after tapping an entry of the page contents (``*.phone-contents-tap.png``). One
 line per page is printed. Exit status 1 if any page fails; with
 ``--allow-missing-browser``, a missing Chromium prints a plain SKIPPED line and exits 0
 (``make test`` uses this).
@@ -115,6 +121,48 @@ ON_SCREEN = r"""(selector) => Array.from(document.querySelectorAll(selector)).so
 })"""
 CHAPTER_LIST = "nav.bd-links a"   # the site navigation: the sidebar's links to the chapters
 PAGE_CONTENTS = "nav.page-toc a"  # the secondary sidebar ("Contents")
+
+# Is the heading of a link's target on screen and on top (not under a drawer or a header)?
+HEADING_ON_SCREEN = r"""(hash) => {
+  const target = document.getElementById(decodeURIComponent(hash.slice(1)));
+  if (!target) return false;
+  const h = target.matches('h1, h2, h3, h4, h5, h6') ? target : (target.querySelector('h1, h2, h3, h4, h5, h6') || target);
+  const r = h.getBoundingClientRect();
+  if (r.bottom <= 0 || r.top >= innerHeight || r.width < 1) return false;
+  const x = Math.min(Math.max(r.left + Math.min(r.width / 2, 20), 0), innerWidth - 1);
+  const y = Math.min(Math.max(r.top + Math.min(r.height / 2, 12), 0), innerHeight - 1);
+  const hit = document.elementFromPoint(x, y);
+  return !!hit && (hit === h || h.contains(hit));
+}"""
+
+# The collapsed blocks whose title opens them (sphinx-togglebutton): solutions, dropdowns.
+COLLAPSED = ".admonition.toggle.toggle-hidden"
+# Scroll the i-th collapsed block's title to the middle of the screen; return the point
+# of the middle character of its text (the toggle button left out), the text, and
+# the page's address.
+TITLE_MIDDLE = r"""(i) => {
+  const block = document.querySelectorAll('.admonition.toggle')[i];
+  const title = block && block.querySelector(':scope > .admonition-title');
+  if (!title) return null;
+  title.scrollIntoView({block: 'center'});
+  const texts = [];
+  const walker = document.createTreeWalker(title, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode())
+    if (!n.parentElement.closest('button') && n.data.trim()) texts.push(n);
+  const text = texts.map(n => n.data).join('');
+  let middle = Math.floor(text.replace(/\s+$/, '').length / 2);
+  for (const n of texts) {
+    if (middle < n.data.length) {
+      const range = document.createRange();
+      range.setStart(n, middle); range.setEnd(n, middle + 1);
+      const r = range.getBoundingClientRect();
+      return {x: r.left + r.width / 2, y: r.top + r.height / 2, text: text.replace(/\s+/g, ' ').trim(),
+              url: location.pathname + location.hash};
+    }
+    middle -= n.data.length;
+  }
+  return null;
+}"""
 
 # Open what a reader can open: collapsed solutions and toggles, <details>.
 EXPAND = r"""() => {
@@ -368,6 +416,74 @@ def tap_outside(page, dialog_side: str) -> None:
     page.touchscreen.tap(x, PHONE["height"] // 2)
 
 
+def tap_contents_entry(page, url: str, problems: list[str], out: Path, stem: str) -> None:
+    """Open the page contents, tap their last entry: they close, and its heading is on screen."""
+    toggle = visible_toggle(page, "secondary-toggle")
+    if toggle is None or not press(toggle, touch=True) or not on_screen(page, PAGE_CONTENTS, True):
+        return  # reported by the open/close test before
+    if page.evaluate("() => document.documentElement.scrollWidth > document.documentElement.clientWidth"):
+        return  # a page wider than the screen leaves the drawer off screen; reported below
+    entries = page.locator(f"{PAGE_CONTENTS}:visible")  # deeper levels may be folded away
+    entry = entries.nth(entries.count() - 1)
+    href = entry.get_attribute("href") or ""
+    if not press(entry, touch=True):
+        problems.append(f"phone: the page contents entry {href} cannot be tapped")
+    elif not on_screen(page, PAGE_CONTENTS, False):
+        problems.append("phone: tapping an entry of the page contents does not close them")
+        open_page(page, url, wait_until="load")
+    elif href.startswith("#") and len(href) > 1:
+        try:
+            page.wait_for_function(f"(h) => ({HEADING_ON_SCREEN})(h)", arg=href, timeout=3000)
+        except PlaywrightTimeout:
+            problems.append(f"phone: after tapping the page contents entry {href}, its heading is not on screen")
+    page.screenshot(path=str(out / f"{stem}.phone-contents-tap.png"))
+
+
+def tap_menu_self_link(page, url: str, problems: list[str]) -> None:
+    """Open the chapter list, tap its link to this page (if any): the list closes."""
+    self_link = page.locator(f"{CHAPTER_LIST}[href^='#']")
+    toggle = visible_toggle(page, "primary-toggle")
+    if not self_link.count() or toggle is None:
+        return
+    if not press(toggle, touch=True) or not on_screen(page, CHAPTER_LIST, True):
+        return  # reported by the open/close test before
+    if not press(self_link.first, touch=True) or not on_screen(page, CHAPTER_LIST, False):
+        problems.append("phone: tapping the link to this page in the chapter list does not close it")
+        open_page(page, url, wait_until="load")
+
+
+def tap_collapsed_titles(page, url: str, problems: list[str]) -> int:
+    """Tap the middle of each collapsed block's title: each must open, and the page stay."""
+    failures, opened = [], 0
+    count = page.locator(".admonition.toggle").count()
+    for i in range(count):
+        if not page.evaluate(f"(i) => document.querySelectorAll('.admonition.toggle')[i].matches('{COLLAPSED}')", i):
+            continue
+        spot = page.evaluate(TITLE_MIDDLE, i)
+        if spot is None:
+            continue
+        page.touchscreen.tap(spot["x"], spot["y"])
+        try:
+            page.wait_for_function(f"(i) => !document.querySelectorAll('.admonition.toggle')[i].matches('{COLLAPSED}')",
+                                   arg=i, timeout=1000)
+            is_open = True
+        except (PlaywrightTimeout, PlaywrightError):
+            is_open = False
+        where = page.evaluate("() => location.pathname + location.hash")
+        if is_open and where == spot["url"]:
+            opened += 1
+            continue
+        went = f"the tap went to {where.rsplit('/', 1)[-1]}" if where != spot["url"] else "nothing happened"
+        failures.append(f"phone: tapping the title \"{spot['text'][:60]}\" does not open it ({went})")
+        if urlparse(where).path != urlparse(spot["url"]).path:
+            open_page(page, url, wait_until="load")
+            break
+    problems += failures[:3]
+    if len(failures) > 3:
+        problems.append(f"phone: ... and {len(failures) - 3} more titles like it")
+    return opened
+
+
 def check_phone(browser, url: str, out: Path, stem: str):
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=1)
     page = context.new_page()
@@ -394,6 +510,7 @@ def check_phone(browser, url: str, out: Path, stem: str):
             if not on_screen(page, CHAPTER_LIST, False):
                 problems.append("phone: tapping outside the chapter list does not hide it")
                 open_page(page, url, wait_until="load")  # start the next test from a closed menu
+            tap_menu_self_link(page, url, problems)
         # The page contents, on pages that have them.
         if page.locator(PAGE_CONTENTS).count():
             nav["contents"] = False
@@ -409,8 +526,11 @@ def check_phone(browser, url: str, out: Path, stem: str):
                 if not on_screen(page, PAGE_CONTENTS, False):
                     problems.append("phone: tapping outside the page contents does not hide them")
                     open_page(page, url, wait_until="load")
+                tap_contents_entry(page, url, problems, out, stem)
+    # The titles of collapsed solutions and dropdowns open them.
+    nav["titles"] = tap_collapsed_titles(page, url, problems)
     # Math and page width, with everything a reader can open opened.
-    if page.evaluate(EXPAND):
+    if page.evaluate(EXPAND) or nav["titles"]:
         page.wait_for_timeout(300)  # let the page settle (book.js refits math when the text resizes)
     probe = page.evaluate(PHONE_PROBE)
     for kind in ("clipped", "outside", "noCue"):
@@ -437,7 +557,8 @@ def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cach
     menus = "menu" + ("+contents" if nav["contents"] else "") if nav["menu"] else "no menu"
     line = (f"{'OK  ' if ok else 'FAIL'} {rel}: {probe['maths'] - probe['unrendered']}/{probe['maths']} math rendered, "
             f"{probe['images']} images ({probe['contentImages']} in the text), {len(probe['links'])} links, "
-            f"{probe['copyButtons']} copy buttons; phone: {menus}, {phone['scrolling']} formulas scroll; "
+            f"{probe['copyButtons']} copy buttons; phone: {menus}, {phone['scrolling']} formulas scroll, "
+            f"{nav['titles']} opened by their titles; "
             f"screenshot {shot.relative_to(ROOT) if ROOT in shot.parents else shot}")
     if not ok:
         line += "".join(f"\n       - {p}" for p in problems[:20])

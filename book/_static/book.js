@@ -1,8 +1,8 @@
-// The book's own scripts (issue 12: phone navigation, figures, copy buttons).
-// No outside dependency; each part is small and independent. The sidebar toggles
-// need no script: _config.yml leaves out the theme's top navbar, whose hidden
-// duplicate toggles were the ones the theme's scripts bound (pydata-sphinx-theme
-// issue 2451). tools/site_check.py checks every part in Chromium.
+// The book's own scripts (issue 12: phone navigation, figures, copy buttons,
+// solutions, print). No outside dependency; each part is small and independent.
+// The sidebar toggles need no script: _config.yml leaves out the theme's top
+// navbar, whose hidden duplicate toggles were the ones the theme's scripts bound
+// (pydata-sphinx-theme issue 2451). tools/site_check.py checks every part in Chromium.
 (() => {
   "use strict";
 
@@ -28,20 +28,105 @@
   };
 
   // -------------------------------------------------------------------------
+  // Drawers. On a narrow screen the theme shows the chapter list and the page's
+  // "Contents" in a modal <dialog> (a drawer over three quarters of the screen)
+  // and closes it only on a tap beside it or Escape: a tap on a link of the
+  // page itself scrolled the page behind the drawer, which stayed open. A tap on
+  // any link in a drawer now closes it. A link to another page goes on at once;
+  // a link into this page is followed once the drawer has closed (the theme
+  // then hands the focus back to the toggle, and the page must not move after
+  // the jump).
+  const closeDrawersOnLinkTap = () => {
+    ["pst-primary-sidebar-modal", "pst-secondary-sidebar-modal"].forEach((id) => {
+      const drawer = document.getElementById(id);
+      if (!drawer) return;
+      drawer.addEventListener(
+        "click",
+        (event) => {
+          const link = event.target.closest && event.target.closest("a[href]");
+          if (!link || !drawer.open || event.defaultPrevented) return;
+          if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
+          const samePage =
+            link.origin === location.origin && link.pathname === location.pathname && link.search === location.search;
+          if (samePage && !link.target) {
+            event.preventDefault();
+            drawer.addEventListener("close", () => setTimeout(() => link.click(), 0), { once: true });
+          }
+          drawer.close();
+        },
+        true
+      );
+    });
+  };
+
+  // -------------------------------------------------------------------------
+  // Solutions. sphinx-togglebutton opens a collapsed solution on a click on its
+  // title, but sphinx-exercise makes most of that title ("Exercise 3.1 (Build the
+  // heads)") a link back to the exercise, so a tap there jumped away instead.
+  // A tap anywhere on the title of a collapsed block now works its toggle, as the
+  // arrow and "Click to show" do. The link back is dropped when the exercise is
+  // the block right above the solution (as everywhere in this book); otherwise it
+  // is kept on the words "Exercise 3.1" only, and a tap on those still goes there.
+  const TITLE = ".admonition.toggle > .admonition-title";
+  const tameSolutionTitles = () => {
+    document.querySelectorAll(".admonition.solution > .admonition-title a[href^='#']").forEach((link) => {
+      const solution = link.closest(".admonition.solution");
+      const exercise = document.getElementById(decodeURIComponent(link.hash.slice(1)));
+      if (exercise && solution.previousElementSibling === exercise) {
+        const head = link.parentElement;
+        link.replaceWith(...link.childNodes);
+        head.normalize();
+        return;
+      }
+      link.classList.add("book-title-link");
+      const text = link.childNodes.length === 1 && link.firstChild.nodeType === 3 ? link.firstChild.data : null;
+      const words = text && text.match(/^(\s*\S+\s+[\d.]*\d)(\s.*)$/s); // "Exercise 3.1", " (Build the heads)"
+      if (words) {
+        link.firstChild.data = words[1];
+        link.after(document.createTextNode(words[2]));
+      }
+    });
+  };
+  document.addEventListener(
+    "click",
+    (event) => {
+      const head = event.target.closest && event.target.closest(TITLE);
+      if (!head || event.target === head) return; // the title itself: sphinx-togglebutton's own handler
+      const button = head.querySelector(":scope > button.toggle-button");
+      if (!button || button.contains(event.target)) return;
+      if (event.target.closest("a.book-title-link")) {
+        event.stopPropagation(); // the words kept as a link go there, and toggle nothing
+        return;
+      }
+      event.preventDefault();
+      event.stopPropagation();
+      button.click(); // bubbles to the title, whose handler toggles
+    },
+    true
+  );
+
+  // -------------------------------------------------------------------------
   // Figures: on a phone a figure shrinks to the screen and its ticks and legends
   // cannot be read. Each image of the page's content becomes a link to itself;
   // tapping it shows the figure at its own size in a full-screen view that pans
   // (a <dialog>: Escape, the close button or a tap beside the figure closes it).
   // Without the view (a new tab, a long press) the link opens the image file.
+  // A figure shown smaller than its own size says so: a zoom-in cursor, and a
+  // "Tap to enlarge" ("Click to enlarge" with a mouse) label under it; the link's
+  // accessible name says that it opens the figure at full size. The view says how
+  // to move around in it and how to close it.
+  const TOUCH = window.matchMedia ? window.matchMedia("(hover: none)") : { matches: false };
   let viewer = null;
   const showFigure = (img) => {
     if (!viewer) {
       viewer = document.createElement("dialog");
       viewer.className = "book-figure-view";
       viewer.setAttribute("aria-label", "Figure at full size");
+      viewer.setAttribute("aria-describedby", "book-figure-help");
       viewer.innerHTML =
         '<button type="button" class="book-figure-close" aria-label="Close">&times;</button>' +
-        '<div class="book-figure-pan"><img alt=""></div>';
+        '<div class="book-figure-pan"><img alt=""></div>' +
+        '<p class="book-figure-help" id="book-figure-help"></p>';
       document.body.appendChild(viewer);
       viewer.querySelector(".book-figure-close").addEventListener("click", () => viewer.close());
       viewer.addEventListener("click", (event) => {
@@ -49,11 +134,26 @@
       });
     }
     const big = viewer.querySelector("img");
+    const pan = viewer.querySelector(".book-figure-pan");
+    const help = viewer.querySelector(".book-figure-help");
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
     big.style.width = img.naturalWidth ? `${img.naturalWidth}px` : "";
     viewer.showModal();
+    pan.scrollTo(0, 0);
+    const pans = pan.scrollWidth > pan.clientWidth + 1 || pan.scrollHeight > pan.clientHeight + 1;
+    const touch = TOUCH.matches;
+    help.textContent =
+      (pans ? (touch ? "Drag to move around the figure. " : "Scroll to move around the figure. ") : "") +
+      (touch ? "Tap × or beside the figure to close." : "Press Esc, or click × or beside the figure, to close.");
   };
+
+  const markShrunk = (link) => {
+    const img = link.querySelector("img");
+    const shown = img.getBoundingClientRect().width;
+    link.classList.toggle("book-image-shrunk", img.naturalWidth > 0 && shown > 0 && img.naturalWidth > shown * 1.05);
+  };
+  const markShrunkImages = () => document.querySelectorAll("a.book-image-link").forEach(markShrunk);
 
   const linkImages = () => {
     document.querySelectorAll("article.bd-article img").forEach((img) => {
@@ -62,13 +162,23 @@
       const link = document.createElement("a");
       link.href = src;
       link.className = "book-image-link";
+      link.setAttribute("aria-haspopup", "dialog");
       img.parentNode.insertBefore(link, img);
       link.appendChild(img);
+      link.insertAdjacentHTML(
+        "beforeend",
+        '<span class="book-enlarge-hint" aria-hidden="true"><svg viewBox="0 0 16 16" width="14" height="14">' +
+          '<circle cx="6.5" cy="6.5" r="4.5" fill="none" stroke="currentColor" stroke-width="1.6"/>' +
+          '<path d="M10 10l4.5 4.5M4.5 6.5h4M6.5 4.5v4" stroke="currentColor" stroke-width="1.6"/></svg></span>' +
+          '<span class="book-visually-hidden"> (opens the figure at full size)</span>'
+      );
       link.addEventListener("click", (event) => {
         if (event.ctrlKey || event.metaKey || event.shiftKey || typeof HTMLDialogElement === "undefined") return;
         event.preventDefault();
         showFigure(img);
       });
+      if (img.complete) markShrunk(link);
+      else img.addEventListener("load", () => markShrunk(link), { once: true });
     });
   };
 
@@ -234,6 +344,48 @@
     themeBeforePrint = null;
   });
 
+  // Code on paper wraps (book.css), and a wrapped line started again at the left
+  // edge, where a comment's last words looked like a line of code. Each line of
+  // each code block and text output is put in its own span.book-line, with its
+  // indentation in --lead (characters); on screen the spans are plain inline text
+  // (nothing moves, and copying is unchanged), in print each is a block whose
+  // wrapped part hangs 6 characters further in than the line's own indentation.
+  const splitCodeLines = (pre) => {
+    if (pre.querySelector(":scope > .book-line")) return;
+    const lines = [document.createElement("span")];
+    const add = (node) => lines[lines.length - 1].appendChild(node);
+    // Copy the text of `node` into the lines, each piece inside copies of the
+    // elements (tokens) around it, so a token across a line break is split in two.
+    const walk = (node, wrap) => {
+      if (node.nodeType === 3) {
+        node.data.split(/(?<=\n)/).forEach((piece) => {
+          add(wrap(document.createTextNode(piece)));
+          if (piece.endsWith("\n")) lines.push(document.createElement("span"));
+        });
+      } else if (node.nodeType === 1) {
+        const shell = node.cloneNode(false);
+        const inner = (child) => {
+          const copy = shell.cloneNode(false);
+          copy.appendChild(child);
+          return wrap(copy);
+        };
+        node.childNodes.forEach((child) => walk(child, inner));
+      }
+    };
+    pre.childNodes.forEach((child) => walk(child, (x) => x));
+    if (!lines[lines.length - 1].hasChildNodes()) lines.pop();
+    if (lines.length < 2 && !pre.textContent.trim()) return;
+    pre.replaceChildren(
+      ...lines.map((line) => {
+        line.className = "book-line";
+        const lead = line.textContent.match(/^[ \t]*/)[0].replace(/\t/g, "    ").length;
+        if (lead) line.style.setProperty("--lead", lead);
+        return line;
+      })
+    );
+  };
+  const splitAllCodeLines = () => document.querySelectorAll("article.bd-article pre").forEach(splitCodeLines);
+
   const numberPrintTitle = () => {
     const printTitle = document.querySelector("#jb-print-docs-body > h1");
     const title = document.querySelector("article.bd-article h1");
@@ -304,6 +456,9 @@
   }).observe(document.documentElement, { childList: true, subtree: true });
 
   onReady(() => {
+    closeDrawersOnLinkTap();
+    tameSolutionTitles();
+    splitAllCodeLines();
     linkImages();
     numberPrintTitle();
     readableSearchSnippets();
@@ -318,7 +473,10 @@
     });
     // Refit when the text's size changes: a turned phone, or a solution opened
     // (its formulas had no size while it was collapsed).
-    const refit = debounce(() => whenMathIsTypeset(settleMath), 100);
+    const refit = debounce(() => {
+      whenMathIsTypeset(settleMath);
+      markShrunkImages();
+    }, 100);
     const article = document.querySelector("article.bd-article");
     if (article && window.ResizeObserver) new ResizeObserver(refit).observe(article);
     window.addEventListener("resize", refit);
