@@ -152,7 +152,78 @@ def test_each_checked_exercise_has_a_code_cell_with_its_stub(student_dir, chapte
         assert after.cell_type == "code", f"{label}: no code cell after the exercise"
         assert after.source.strip() == stub and call in after.source, f"{label}: stub cell is\n{after.source}"
         assert call not in cells[where].source, f"{label}: the stub is still in the markdown"
-        assert re.search(r"\*\*Exercise \d+\.\d+\*\*", cells[where].source), f"{label}: the prompt lost its title"
+        assert re.search(r"^#+ Exercise \d+\.\d+ \(", cells[where].source, re.M), f"{label}: the prompt lost its title"
+
+
+def exercise_labels(path: Path) -> list[str]:
+    """The labels of a chapter's exercises, read from its MyST source."""
+    return [re.search(r"^:label:\s*(\S+)", m.group("body"), re.M).group(1)
+            for cell in _cells(path) if cell.cell_type == "markdown"
+            for m in EXERCISE_BLOCK.finditer(cell.source)]
+
+
+@by_name
+def test_every_exercise_is_followed_by_a_code_cell_for_the_work(student_dir, chapter):
+    """What the notebook's first cell and book/running.md promise: a code cell per exercise."""
+    cells = student(student_dir, chapter).cells
+    stubbed = {label for label, _, _ in checked_stubs(chapter)}
+    labels = exercise_labels(chapter)
+    assert len(labels) >= 6 and stubbed < set(labels)
+    for label in labels:
+        where = next(i for i, c in enumerate(cells)
+                     if c.cell_type == "markdown" and c.metadata.get("exercise", {}).get("label") == label)
+        number = re.search(r"^#+ Exercise (\d+\.\d+) \(", cells[where].source, re.M).group(1)
+        after = cells[where + 1]
+        assert after.cell_type == "code", f"{label}: no code cell after the exercise"
+        if label in stubbed:
+            assert after.metadata["exercise_stub"] == label
+        else:
+            assert after.metadata["exercise_work"] == label and after.id == f"work-{label}"
+            assert after.source == f"# Exercise {number}: your work (not auto-checked)\n"
+    assert "each exercise is followed by a code cell" in cells[1].source
+
+
+def test_work_cells_are_named_by_title_without_numbers():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("```{exercise} Think\n:label: ex-think\n\nWhy?\n```\n\n"
+                                      "```{exercise} Code (checked)\n:label: ex-code\n\nDo.\n\n"
+                                      "    f = ...\n    check_f(f)\n```"),
+        nbformat.v4.new_markdown_cell("Text."),
+    ])
+    student, stats = make_assignments.student_notebook(nb)
+    assert [c.cell_type for c in student.cells] == ["markdown", "code", "code", "markdown"]
+    assert student.cells[1].source == "# Exercise “Think”: your work (not auto-checked)\n"
+    assert student.cells[2].source == "f = ...\ncheck_f(f)" and (stats.stubs, stats.work_cells) == (1, 1)
+    numbered, _ = make_assignments.student_notebook(nb, numbers={"ex-think": "2.4"})
+    assert numbered.cells[1].source == "# Exercise 2.4: your work (not auto-checked)\n"
+
+
+def test_site_url_points_the_notebooks_links_and_downloads_at_the_students_site(tmp_path, capsys):
+    import yaml
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import portable
+
+    full = portable.Book(ROOT).base_url
+    students = "https://course.example.edu/heads/"
+    out = tmp_path / "nb"
+    make_assignments.make_student_notebooks(ROOT / "chapters", out, verbose=False, site_url=students)
+    text = "\n".join(c.source for p in sorted(out.glob("*.ipynb")) for c in student(out, p).cells
+                     if c.cell_type == "markdown")
+    links = re.findall(r"\]\((https?://[^)\s]+)\)", text)
+    assert sum(url.startswith(students) for url in links) > 20 and full not in text
+    config = yaml.safe_load(make_assignments.student_config(ROOT, tmp_path / "c.yml", students).read_text())
+    assert config["sphinx"]["config"]["portable_site_url"] == students
+    assert "portable_site_url" not in yaml.safe_load(
+        make_assignments.student_config(ROOT, tmp_path / "d.yml").read_text())["sphinx"]["config"]
+    # Without --site-url the script says the links go to the full site.
+    assert make_assignments.main(["--no-site", "--out", str(tmp_path / "a")]) == 0
+    printed = capsys.readouterr().out
+    assert f"the student notebooks link to the full site, {full}" in printed and "--site-url" in printed
+    assert make_assignments.main(["--no-site", "--out", str(tmp_path / "b"), "--site-url", students]) == 0
+    assert "full site" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        make_assignments.main(["--no-site", "--out", str(tmp_path / "c"), "--site-url", "students-site"])
 
 
 @by_name

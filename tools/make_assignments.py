@@ -12,12 +12,17 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
      ``{exercise}`` directive, ending in a ``check_...(...)`` call) is moved out of
      the markdown into a new code cell right after the exercise cell, where the
      student fills it in; the markdown keeps the prompt;
+   * every exercise without a stub gets an empty code cell after it instead,
+     ``# Exercise 1.5: your work (not auto-checked)``, so each exercise has its cell;
    * all outputs and execution counts are cleared; everything else (the chapter
      text, the verification cells, the set-up cell that installs ``ssmheads`` in
      Colab or Binder) is kept;
    * the markdown is rendered portable by tools/portable.py (MyST directives and
      roles to plain Markdown and LaTeX, numbered as on the site), so the notebook
-     reads as a textbook in any Jupyter front end (``--myst`` keeps the MyST).
+     reads as a textbook in any Jupyter front end (``--myst`` keeps the MyST). Its
+     references link to the site at ``--site-url``: give the address where the
+     students' site (part 2) will be published. Without it they link to the full
+     site, where every solution is a click away (the script says so).
 
 2. The site without solutions, built from the stored outputs (no notebook is
    executed). ``hide_solutions`` of sphinx-exercise cannot do this on its own: it
@@ -30,7 +35,8 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
    here), and built with a configuration derived from _config.yml
    (DIR/student_config.yml: ``hide_solutions: true``, ``execute_notebooks: "off"``,
    ``portable_notebooks: student`` (the download button gives the portable student
-   notebook, see book/_ext/portable_downloads.py), and no launch buttons, which would
+   notebook, see book/_ext/portable_downloads.py, linking to ``--site-url`` as the
+   notebooks do: ``portable_site_url``), and no launch buttons, which would
    open the repository's notebooks with their solutions) into DIR/site; jupyter-book
    puts the pages in DIR/site/_build/html.
 
@@ -79,9 +85,11 @@ class Stats:
     exercises: int = 0
     stubs: int = 0
     solutions_removed: int = 0
+    work_cells: int = 0
 
     def line(self, name: str) -> str:
         return (f"{name}: {self.exercises} exercises, {self.stubs} stubs moved to code cells, "
+                f"{self.work_cells} empty code cells for the others, "
                 f"{self.solutions_removed} solutions removed")
 
 
@@ -237,8 +245,28 @@ def strip_solutions(nb, where: str = "notebook"):
     return nb, removed
 
 
-def student_notebook(nb, where: str = "notebook"):
-    """The student version of chapter notebook ``nb`` (not modified) and its :class:`Stats`."""
+def _label(lines: list[str], first: int, last: int) -> str:
+    return next((ln.split(":", 2)[2].strip() for ln in lines[first + 1:last] if ln.startswith(":label:")), "")
+
+
+def _cell_id(prefix: str, label: str, fallback: int) -> str:
+    """A fixed cell id (not nbformat's random one), so that the same chapter gives the same file."""
+    return prefix + (re.sub(r"[^A-Za-z0-9_-]", "-", label)[:64 - len(prefix)] or str(fallback))
+
+
+def exercise_numbers(book) -> dict[str, str]:
+    """``{label: "1.5"}`` for the numbered exercises of a tools/portable.py ``Book``."""
+    return {label: t.numbered for label, t in book.labels.items() if t.kind == "exercise" and t.number}
+
+
+def student_notebook(nb, where: str = "notebook", numbers: dict[str, str] | None = None):
+    """The student version of chapter notebook ``nb`` (not modified) and its :class:`Stats`.
+
+    ``numbers`` (see :func:`exercise_numbers`) names the exercises in their empty code
+    cells ("# Exercise 1.5: your work"); without it, or for an exercise not in it, the
+    exercise's title is used.
+    """
+    numbers = numbers or {}
     nb, removed = strip_solutions(nb, where)
     stats = Stats(solutions_removed=removed)
     cells = []
@@ -258,13 +286,24 @@ def student_notebook(nb, where: str = "notebook"):
         if checked > sum(bool(_CHECK_CALL.search(code)) for _, code in stubs):
             print(f"warning: {where}: an exercise marked as checked has no stub ending in a check_... call",
                   file=sys.stderr)
-        for label, code in stubs:
-            stub = nbformat.v4.new_code_cell(code)
-            stub.metadata["exercise_stub"] = label
-            # A fixed id (not nbformat's random one), so the same chapter gives the same file.
-            stub.id = "stub-" + (re.sub(r"[^A-Za-z0-9_-]", "-", label)[:58] or str(stats.stubs))
-            cells.append(stub)
-            stats.stubs += 1
+        stubs = list(stubs)            # in the order of their exercises
+        for first, last, _, title in exercises:
+            label = _label(lines, first, last)
+            if stubs and stubs[0][0] == label:
+                stub = nbformat.v4.new_code_cell(stubs.pop(0)[1])
+                stub.metadata["exercise_stub"] = label
+                stub.id = _cell_id("stub-", label, stats.stubs)
+                cells.append(stub)
+                stats.stubs += 1
+                continue
+            name = numbers.get(label) or (f"“{title}”" if title else label)
+            work = nbformat.v4.new_code_cell(f"# Exercise {name}: your work (not auto-checked)\n")
+            work.metadata["exercise_work"] = label
+            work.id = _cell_id("work-", label, stats.work_cells)
+            cells.append(work)
+            stats.work_cells += 1
+        if stubs:
+            raise LayoutError(f"{where}: stubs left unplaced: {[label for label, _ in stubs]}")
     nb.cells = cells
     nb.metadata.pop("widgets", None)
     return nb, stats
@@ -280,24 +319,25 @@ def _portable():
 
 
 def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT,
-                           verbose: bool = True, myst: bool = False) -> dict[Path, Stats]:
+                           verbose: bool = True, myst: bool = False,
+                           site_url: str | None = None) -> dict[Path, Stats]:
     """Write ``out/<chapter>.ipynb`` for every notebook in ``chapters``; return their stats.
 
-    The notebooks are portable (tools/portable.py) unless ``myst`` is true. The book
-    they belong to (for numbers and references) is the folder above ``chapters`` if it
-    has a _toc.yml, else this repository.
+    The notebooks are portable (tools/portable.py) unless ``myst`` is true, with links
+    to the site at ``site_url`` (default: the book's own site). The book they belong to
+    (for numbers and references) is the folder above ``chapters`` if it has a _toc.yml,
+    else this repository.
     """
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     chapters = Path(chapters)
-    book = None
-    if not myst:
-        portable = _portable()
-        root = chapters.resolve().parent
-        book = portable.Book(root if (root / "_toc.yml").exists() else ROOT)
+    portable = _portable()
+    root = chapters.resolve().parent
+    book = portable.Book(root if (root / "_toc.yml").exists() else ROOT, base_url=site_url)
+    numbers = exercise_numbers(book)
     for path in sorted(chapters.glob("*.ipynb")):
-        nb, stats = student_notebook(nbformat.read(path, as_version=4), where=path.name)
-        if book is not None:
+        nb, stats = student_notebook(nbformat.read(path, as_version=4), where=path.name, numbers=numbers)
+        if not myst:
             nb = portable.render_notebook(nb, book.docname_of(path), book, kind="student")[0]
         nbformat.validate(nb)
         target = out / path.name
@@ -360,14 +400,19 @@ def stage_site_source(root: Path, stage: Path, avoid: tuple[Path, ...] = ()) -> 
                                     + yaml.safe_dump(toc, sort_keys=False))
 
 
-def student_config(root: Path, target: Path) -> Path:
-    """Write the students' site configuration (from _config.yml) to ``target``."""
+def student_config(root: Path, target: Path, site_url: str | None = None) -> Path:
+    """Write the students' site configuration (from _config.yml) to ``target``.
+
+    ``site_url``: where the students' site is published (its downloads link there).
+    """
     import yaml
 
     config = yaml.safe_load((root / "_config.yml").read_text()) or {}
     config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
     # The download button gives the portable student notebook (book/_ext/portable_downloads.py).
     config["sphinx"]["config"]["portable_notebooks"] = "student"
+    if site_url:
+        config["sphinx"]["config"]["portable_site_url"] = site_url
     # jupyter-book finds local extensions relative to the configuration file, which is
     # written elsewhere: give their folders as absolute paths (the book's own).
     local = config["sphinx"].get("local_extensions") or {}
@@ -389,9 +434,9 @@ def _jupyter_book() -> str:
     return str(here) if here.exists() else (shutil.which("jupyter-book") or "jupyter-book")
 
 
-def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT) -> Path:
+def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT, site_url: str | None = None) -> Path:
     """Build the solutions-hidden site into ``out/site`` and return the path of its index.html."""
-    config = student_config(root, out / "student_config.yml")
+    config = student_config(root, out / "student_config.yml", site_url)
     site = out / "site"
     if site.exists():
         shutil.rmtree(site)  # no stale pages from an earlier build
@@ -423,11 +468,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--myst", action="store_true",
                         help="write the student notebooks in MyST (for JupyterLab with jupyterlab-myst) "
                              "instead of portable Markdown")
+    parser.add_argument("--site-url", metavar="URL",
+                        help="the address where the students' site will be published: the notebooks' "
+                             "links (and the students' site's downloads) point there (default: the "
+                             "full site, with its solutions)")
     args = parser.parse_args(argv)
     out = args.out.resolve()
+    if args.site_url and not re.match(r"^https?://[^\s/]+", args.site_url):
+        parser.error(f"--site-url must be an http(s) address, not {args.site_url!r}")
+    if not args.site_url and not args.myst:
+        full = _portable().Book(ROOT).base_url
+        print(f"note: the student notebooks link to the full site, {full}, where every solution is a "
+              "click away; give --site-url with the address of the students' site to link there")
 
     start = time.perf_counter()
-    results = make_student_notebooks(ROOT / "chapters", out, myst=args.myst)
+    results = make_student_notebooks(ROOT / "chapters", out, myst=args.myst, site_url=args.site_url)
     notebooks = time.perf_counter() - start
     total = sum(s.exercises for s in results.values())
     print(f"{len(results)} student notebooks ({total} exercises) in {_shown(out)}/ "
@@ -435,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_site:
         return 0
     start = time.perf_counter()
-    index = build_student_site(out, ROOT)
+    index = build_student_site(out, ROOT, args.site_url)
     print(f"the site without solutions is at {index.resolve()} [{time.perf_counter() - start:.1f} s]")
     return 0
 

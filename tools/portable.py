@@ -16,16 +16,24 @@ checkable with nbval):
 * ``{prf:theorem}`` (and lemma, definition, proposition, corollary, example, remark,
   ...) becomes a bold numbered title, "**Theorem 3.1** (Head-count theorem)", with the
   body in a quote block; ``{prf:proof}`` becomes "*Proof.* ... ∎";
-* ``{exercise}`` becomes "**Exercise 3.1** (Title)" with the prompt in a quote block;
-  a ``{solution}`` becomes a collapsible ``<details>`` block "Solution to Exercise 3.1";
-  a gated solution (``{solution-start}`` ... code cells ... ``{solution-end}``) keeps its
-  cells between a "**Solution to Exercise 3.1**" header and an end line;
-* admonitions (``{admonition}``, ``{note}``, ``{tip}``, ...) become quote blocks with a
-  bold title (``:class: dropdown`` ones become ``<details>``);
+* ``{exercise}`` becomes a heading one level below the section's, "### Exercise 3.1
+  (Title)", followed by the prompt; its solution (a ``{solution}`` directive, cut out
+  into a cell of its own, or a gated solution: ``{solution-start}`` ... code cells ...
+  ``{solution-end}``) becomes a heading one level lower, "#### Solution to Exercise
+  3.1", whose cell starts folded: JupyterLab's ``jp-MarkdownHeadingCollapsed`` cell
+  metadata hides the solution's cells up to the next heading of its level or higher,
+  and Colab's ``collapsed_sections`` (notebook metadata, naming cells by
+  ``metadata.id``) does the same there. No ``<details>`` block: jupyterlab-myst (Binder's
+  front end) shows the math inside one as raw TeX;
+* admonitions (``{admonition}``, ``{note}``, ``{tip}``, dropdowns, ...) become quote
+  blocks with a bold title; one with the class ``site-only`` (e.g. "This explorer needs
+  a live kernel") is left out;
 * ``{prf:ref}``, ``{ref}``, ``{numref}``, ``{eq}`` and ``{doc}`` become the text the site
   shows ("Lemma 2.1", "Exercise 3.2", a section's title, "(2.1)", a page's title),
-  linked to that page and anchor on the site; ``{cite}`` becomes "(Press et al., 2022)"
-  (``{cite:t}``: "Press et al. (2022)"), and the works cited are listed at the end;
+  linked to that page and anchor on the site; citations read as the site's author_year
+  style prints them, in square brackets: ``{cite}`` "[Press et al., 2022]" (several works
+  in the bibliography's order, separated by commas), ``{cite:t}`` "Press et al. [2022]";
+  the works cited are listed at the end;
 * labelled equations get the site's number as ``\\tag{2.1}``; bare amsmath
   environments and ``{math}`` directives are wrapped in ``$$``; ``{math}`` roles become
   ``$...$``; ``(label)=`` targets are dropped; headings get the site's section numbers.
@@ -38,11 +46,13 @@ these numbers with Sphinx's own on every site build (a mismatch is a build warni
 and tests/test_portable.py compares them with a built site's HTML.
 
 The site's address comes from _config.yml: ``html.baseurl`` if set, else the GitHub
-Pages address of ``repository.url`` (github.com/ORG/REPO -> https://ORG.github.io/REPO/).
+Pages address of ``repository.url`` (github.com/ORG/REPO -> https://ORG.github.io/REPO/);
+``Book(root, base_url=...)`` links to another site (the students', for
+tools/make_assignments.py --site-url).
 
 A *student* rendering (``--student``) is made from the student version of a chapter
-(tools/make_assignments.py: solutions removed, stubs in code cells, outputs cleared);
-any solution left is dropped. Importable: ``Book``, ``render_notebook``,
+(tools/make_assignments.py: solutions removed, a code cell after each exercise (its stub,
+or an empty one), outputs cleared); any solution left is dropped. Importable: ``Book``, ``render_notebook``,
 ``portable_notebook``, ``write_all``. Needs nbformat, PyYAML and pybtex.
 """
 from __future__ import annotations
@@ -81,11 +91,23 @@ TARGET = re.compile(r"^ {0,3}\((?P<label>[^()\s]+)\)=\s*$")
 HEADING = re.compile(r"^ {0,3}(?P<hashes>#{1,6})\s+(?P<text>.*?)(?:\s+#+)?\s*$")
 MATH_LABEL = re.compile(r"^\$\$\s*\((?P<label>[^()\s]+)\)\s*$")
 ONE_LINE_MATH = re.compile(r"^\$\$(?P<body>.+?)\$\$\s*(?:\((?P<label>[^()\s]+)\))?\s*$")
+# Bare starred environments that become their inner form inside $$ \begin{equation*} ... $$.
+INNER_ENVIRONMENTS = {"align*": "aligned", "gather*": "gathered", "alignat*": "alignedat"}
 BARE_ENV = re.compile(r"^\s*\\begin\{(?P<env>(?:%s)\*?)\}" % "|".join(AMS_ENVIRONMENTS))
 # A role, or an inline code span (left as it is).
 INLINE = re.compile(r"\{(?P<role>[A-Za-z][\w:+-]*)\}(?P<ticks>`+)(?P<content>.+?)(?P=ticks)(?!`)"
                     r"|(?P<cticks>`+)(?P<code>.+?)(?P=cticks)(?!`)", re.S)
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
+# Lines the renderer puts between the cells that one markdown cell becomes (a {solution}
+# directive is cut out into a folded cell of its own); they never reach a notebook.
+CELL_BREAK = "\x00portable: new cell\x00"
+SOLUTION_BREAK = "\x00portable: new solution heading cell\x00"
+SOLUTION_BODY = "\x00portable: new solution body cell\x00"
+BREAKS = {CELL_BREAK: "text", SOLUTION_BREAK: "solution", SOLUTION_BODY: "solution-body"}
+# JupyterLab 4's cell metadata for a folded heading (@jupyterlab/cells, MarkdownCell
+# headingCollapsed: the cell and the cells after it, up to the next heading of the same
+# or a higher level, are hidden until the heading's arrow is clicked).
+COLLAPSED = "jp-MarkdownHeadingCollapsed"
 
 
 class PortableError(ValueError):
@@ -265,13 +287,14 @@ def site_base_url(config: dict) -> str | None:
 class Book:
     """Every page of a book (from its _toc.yml) with the numbers and titles the site shows."""
 
-    def __init__(self, root: Path = ROOT):
+    def __init__(self, root: Path = ROOT, base_url: str | None = None):
+        """``base_url``: the site the links point to, if not the book's own (e.g. the students' site)."""
         import yaml
 
         self.root = Path(root)
         self.config = yaml.safe_load((self.root / "_config.yml").read_text()) or {}
         self.toc = yaml.safe_load((self.root / "_toc.yml").read_text()) or {}
-        self.base_url = site_base_url(self.config)
+        self.base_url = (base_url.rstrip("/") + "/") if base_url else site_base_url(self.config)
         self.title = self.config.get("title", "")
         self.pages: dict[str, Page] = {}
         self.labels: dict[str, Target] = {}
@@ -451,7 +474,15 @@ def _persons(entry):
     return entry.persons.get("author") or entry.persons.get("editor") or []
 
 
+ET_AL = "*et al.*"   # the site's author_year style prints "et al." in italics
+
+
 def cite_names(entry, full: bool = False) -> str:
+    """The authors as sphinxcontrib-bibtex's author_year style names them on the site.
+
+    One or two: "Gu", "Gu and Dao"; three or more: "Press *et al.*", or, with ``full``
+    (the ``s`` roles), "Bengio, Simard, and Frasconi".
+    """
     people = _persons(entry)
     names = [_last_name(p) for p in people]
     others = bool(names) and names[-1].lower() == "others"
@@ -459,13 +490,15 @@ def cite_names(entry, full: bool = False) -> str:
         names = names[:-1]
     if not names:
         return _latex_text(entry.fields.get("organization", entry.fields.get("title", "Anon.")))
-    if full and not others:
-        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-    if len(names) == 1 and not others:
+    if others:
+        return f"{names[0]} {ET_AL}"
+    if len(names) == 1:
         return names[0]
-    if len(names) == 2 and not others:
+    if len(names) == 2:
         return f"{names[0]} and {names[1]}"
-    return f"{names[0]} et al."
+    if full:
+        return ", ".join(names[:-1]) + ", and " + names[-1]
+    return f"{names[0]} {ET_AL}"
 
 
 def cite_year(entry) -> str:
@@ -476,6 +509,18 @@ def cite_year(entry) -> str:
 def _pybtex_plain():
     from pybtex.plugin import find_plugin
     return find_plugin("pybtex.style.formatting", "plain")(), find_plugin("pybtex.backends", "markdown")()
+
+
+def site_order(entries: list) -> list:
+    """``entries`` in the site's order: its bibliography's (pybtex's plain style sorting).
+
+    sphinxcontrib-bibtex lists the works of one citation in the order of the
+    bibliography they resolve to, which the plain style sorts by author, year and title:
+    {cite}`zucchet2024recurrent,orvieto2023resurrecting` shows "Orvieto et al., 2023,
+    Zucchet and Orvieto, 2024".
+    """
+    style, _ = _pybtex_plain()
+    return list(style.sort(list(entries)))
 
 
 def reference_line(entry) -> str:
@@ -502,6 +547,8 @@ class Renderer:
         self.page = book.pages[docname]
         self.cited: list[str] = []
         self.headings = 0            # headings seen (to give each its number, in order)
+        self.level = 1               # the level of the last heading of the page rendered
+        self.exercise_level = 0      # the level of the last exercise heading (0: none yet)
         self.stats = {"directives": 0, "references": 0, "citations": 0, "solutions": 0}
 
     # -- references
@@ -563,15 +610,26 @@ class Renderer:
         self.stats["citations"] += 1
         variant = role.split(":", 1)[1] if ":" in role else "p"
         full = variant.endswith("s")
-        entries = [bib[k] for k in keys]
-        if variant in ("t", "ts"):
-            return "; ".join(f"{cite_names(e, full)} ({cite_year(e)})" for e in entries)
-        if variant in ("author", "authors"):
-            return "; ".join(cite_names(e, full) for e in entries)
-        if variant == "year":
-            return "; ".join(cite_year(e) for e in entries)
-        if variant in ("p", "ps"):
-            return "(" + "; ".join(f"{cite_names(e, full)}, {cite_year(e)}" for e in entries) + ")"
+        entries = site_order([bib[k] for k in keys])
+        cap = variant.startswith("c")
+        core = variant[1:] if cap else variant
+
+        def names(e) -> str:
+            text = cite_names(e, full)
+            return text[:1].upper() + text[1:] if cap else text
+
+        # As the site's author_year style (sphinxcontrib-bibtex) prints them: square
+        # brackets, works separated by commas, in the bibliography's order.
+        if core in ("p", "ps"):
+            return "[" + ", ".join(f"{names(e)}, {cite_year(e)}" for e in entries) + "]"
+        if core in ("t", "ts"):
+            return ", ".join(f"{names(e)} [{cite_year(e)}]" for e in entries)
+        if core in ("author", "authors", "authorpar", "authorpars"):
+            text = ", ".join(names(e) for e in entries)
+            return f"[{text}]" if "par" in core else text
+        if core in ("year", "yearpar"):
+            text = ", ".join(cite_year(e) for e in entries)
+            return f"[{text}]" if "par" in core else text
         raise PortableError(f"{self.docname}: unknown citation role {{{role}}}")
 
     def role(self, role: str, content: str) -> str:
@@ -589,16 +647,41 @@ class Renderer:
 
     def inline(self, text: str) -> str:
         def replace(m: re.Match) -> str:
-            if m.group("role"):
-                return self.role(m.group("role"), m.group("content"))
+            role = m.group("role")
+            if role:
+                if role.startswith("cite") and text[m.end():m.end() + 1] in ("(", "["):
+                    raise PortableError(f"{self.docname}: a citation directly followed by "
+                                        f"{text[m.end()]!r} would read as a Markdown link: "
+                                        f"{m.group(0)}{text[m.end():m.end() + 10]}")
+                return self.role(role, m.group("content"))
             return m.group(0)
         return INLINE.sub(replace, text)
 
     # -- blocks
 
     def render(self, text: str) -> str:
-        lines = self.render_lines(text.split("\n"), top=True)
-        return _tidy(lines)
+        """The rendering of one markdown cell's ``text`` (a folded solution as its own paragraphs)."""
+        return "\n\n".join(text for _, text in self.render_cells(text))
+
+    def render_cells(self, text: str) -> list[tuple[str, str]]:
+        """The rendering of one markdown cell as ``(kind, markdown)`` pieces, one per cell.
+
+        ``kind`` is ``"solution"`` for the heading of a ``{solution}`` directive (a cell of
+        its own, to be folded: JupyterLab folds the cells after a heading's cell, not the
+        rest of that cell), ``"solution-body"`` for the solution itself, else ``"text"``;
+        empty pieces are left out.
+        """
+        pieces, kind, current = [], "text", []
+        for line in self.render_lines(text.split("\n"), top=True):
+            if line in BREAKS:
+                if _tidy(current).strip():
+                    pieces.append((kind, _tidy(current)))
+                kind, current = BREAKS[line], []
+            else:
+                current.append(line)
+        if _tidy(current).strip():
+            pieces.append((kind, _tidy(current)))
+        return pieces
 
     def render_lines(self, lines: list[str], top: bool = False) -> list[str]:
         out: list[str] = []
@@ -627,7 +710,7 @@ class Renderer:
             elif block.kind == "math":
                 out.extend(self.math(block))
             else:
-                out.extend(self.directive(block))
+                out.extend(self.directive(block, top))
         flush()
         return out
 
@@ -642,24 +725,52 @@ class Renderer:
                 number, self.headings = sections[k][1], k + 1
                 break
         prefix = ".".join(map(str, number)) + ". " if number else ""
+        self.level = level
         return "#" * level + " " + prefix + self.inline(title)
 
+    def solution_heading(self, exercise_label: str) -> str:
+        """"#### Solution to Exercise 3.1": one level below its exercise's heading."""
+        level = min((self.exercise_level or min(self.level + 1, 6)) + 1, 6)
+        return "#" * level + " " + self.solution_title(exercise_label)
+
     def math(self, block: Block) -> list[str]:
+        """A display: ``$$ \\begin{equation*} ... \\tag{2.1} \\end{equation*} $$``.
+
+        The ``equation*`` keeps jupyterlab-myst from numbering the display on its own
+        (it numbers every ``$$`` display, 1, 2, ... per notebook, next to the site's
+        ``\\tag``); MathJax and KaTeX render it as the bare display. A bare ``align*``,
+        ``gather*`` or ``alignat*`` becomes the ``aligned`` (...) form inside it.
+        """
         body = list(block.body)
-        if block.name == "bare":           # \begin{align} ... outside $$: Jupyter needs the $$
-            return [block.indent + "$$"] + body + [block.indent + "$$"]
-        if _top_level_break(body):
+        indent = block.indent
+        if block.name == "bare":           # \begin{align*} ... outside $$: Jupyter needs the $$
+            env = BARE_ENV.match(body[0]).group("env")
+            inner = INNER_ENVIRONMENTS.get(env)
+            if inner is None:
+                return [indent + "$$"] + body + [indent + "$$"]
+            body = list(body)
+            body[0] = body[0].replace(f"\\begin{{{env}}}", f"\\begin{{{inner}}}", 1)
+            head, _, tail = body[-1].rpartition(f"\\end{{{env}}}")
+            body[-1] = head + f"\\end{{{inner}}}" + tail
+        elif _top_level_break(body):
             body = ["\\begin{split}"] + body + ["\\end{split}"]
+        if re.search(r"\\begin\{(?:%s)\*?\}" % "|".join(AMS_ENVIRONMENTS), "\n".join(body)):
+            # A display environment of its own cannot go inside equation* (the detector of
+            # tests/test_portable.py flags the unstarred ones).
+            return [indent + "$$"] + [ln if ln.startswith(indent) else indent + ln for ln in body] + [indent + "$$"]
         if block.label:
             t = self.target(block.label)
             if t.number:
                 body.append(f"\\tag{{{t.numbered}}}")
-        return [block.indent + "$$"] + [ln if ln.startswith(block.indent) else block.indent + ln
-                                         for ln in body] + [block.indent + "$$"]
+        body = ["\\begin{equation*}"] + body + ["\\end{equation*}"]
+        return [indent + "$$"] + [ln if ln.startswith(indent) else indent + ln for ln in body] + [indent + "$$"]
 
-    def directive(self, block: Block) -> list[str]:
+    def directive(self, block: Block, top: bool = False) -> list[str]:
+        """A directive block, rendered; ``top``: it is not inside another directive."""
         name, arg, options = block.name, block.arg, block.options
         self.stats["directives"] += 1
+        if "site-only" in str(options.get("class", "")).split():
+            return []           # e.g. "This explorer needs a live kernel": only true on the site
         kind = name.split(":", 1)[1] if name.startswith("prf:") else name
         if name.startswith("prf:") and kind in PRF_KINDS:
             label = str(options.get("label", ""))
@@ -679,27 +790,30 @@ class Renderer:
             if not label:
                 raise PortableError(f"{self.docname}: an exercise without a :label:")
             t = self.target(label)
-            head = f"**Exercise{' ' + t.numbered if t.number else ''}**"
-            if arg:
-                head += f" ({self.inline(arg)})"
-            return _quote([head, ""] + self.render_lines(block.body))
+            title = f"Exercise{' ' + t.numbered if t.number else ''}"
+            tail = f" ({self.inline(arg)})" if arg else ""
+            if top:
+                # A heading one level below the section's, so that its solution (a level
+                # lower still) can be folded under it in JupyterLab and Colab.
+                self.exercise_level = min(self.level + 1, 6)
+                return ["#" * self.exercise_level + " " + title + tail, ""] + self.render_lines(block.body)
+            return _quote([f"**{title}**{tail}", ""] + self.render_lines(block.body))
         if name == "solution":
             if self.kind == "student":
                 return []
-            self.stats["solutions"] += 1
-            summary = self.solution_title(arg)
-            return (["<details>", f"<summary>{_html_inline(summary)}</summary>", ""]
-                    + self.render_lines(block.body) + ["", "</details>"])
+            if not top:
+                raise PortableError(f"{self.docname}: a {{solution}} inside another directive cannot "
+                                    "be given a folded heading of its own")
+            return ([SOLUTION_BREAK, self.solution_heading(arg), SOLUTION_BODY]
+                    + self.render_lines(block.body) + [CELL_BREAK])
         if name in ("admonition", "dropdown") or name in ADMONITIONS:
             title = self.inline(arg) if arg else ADMONITIONS.get(name, "")
             if name in ADMONITIONS and arg:           # {note} Some text: the argument is the body's start
                 title, body = ADMONITIONS[name], [arg, ""] + block.body
             else:
                 body = block.body
-            classes = str(options.get("class", "")).split()
-            if name == "dropdown" or "dropdown" in classes:
-                return (["<details>", f"<summary>{_html_inline(title)}</summary>", ""]
-                        + self.render_lines(body) + ["", "</details>"])
+            # A dropdown is a plain quote too: the reader sees its text at once (a <details>
+            # block would show its math as raw TeX under jupyterlab-myst).
             return _quote(([f"**{title}**", ""] if title else []) + self.render_lines(body))
         if name == "math":
             content = ([arg] if arg else []) + block.body
@@ -713,20 +827,16 @@ class Renderer:
         raise PortableError(f"{self.docname}: the directive {{{name}}} is not supported by tools/portable.py")
 
     def solution_title(self, exercise_label: str) -> str:
-        t = self.target(exercise_label.strip())
-        text = self.ref_text(t, "ref")
-        if t.title:
-            text += f" ({self.inline(t.title)})"
-        return "Solution to " + text
+        # Without the exercise's title: the solution's heading is right below the exercise's.
+        return "Solution to " + self.ref_text(self.target(exercise_label.strip()), "ref")
 
     def references_cell(self) -> str | None:
         """A markdown list of the works cited on the page (None if none)."""
         if not self.cited:
             return None
         bib = self.book.bibliography()
-        entries = sorted(self.cited, key=lambda k: (cite_names(bib[k]).lower(), cite_year(bib[k]), k))
-        items = [f"- **{cite_names(bib[k])} ({cite_year(bib[k])})**. {reference_line(bib[k])}"
-                 for k in entries]
+        items = [f"- **[{cite_names(e)}, {cite_year(e)}]** {reference_line(e)}"
+                 for e in site_order([bib[k] for k in self.cited])]
         return "\n".join(items)
 
 
@@ -829,14 +939,6 @@ def _proof(title: str, body: list[str]) -> list[str]:
     return body
 
 
-def _html_inline(text: str) -> str:
-    """Markdown emphasis and code in a title, as HTML (a <summary> is not parsed as Markdown)."""
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
-    text = re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", text)
-    return text
-
-
 # --------------------------------------------------------------------------- notebooks
 
 
@@ -856,8 +958,32 @@ def _gated(source: str) -> tuple[Block | None, str]:
     return first, "\n".join(rest)
 
 
+def _heading_levels(text: str) -> list[int]:
+    """The levels of the Markdown headings in ``text`` (not those in fenced code)."""
+    levels, fence = [], None
+    for line in text.split("\n"):
+        if fence:
+            if _closing(line, fence):
+                fence = None
+            continue
+        if m := CODE_FENCE.match(line):
+            fence = m.group("fence")
+            continue
+        if m := HEADING.match(line):
+            levels.append(len(m.group("hashes")))
+    return levels
+
+
 def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
     """The portable rendering of notebook ``nb`` (page ``docname`` of ``book``); ``nb`` is not changed.
+
+    Each solution gets a heading one level below its exercise's ("#### Solution to
+    Exercise 3.1"), alone in a markdown cell that starts folded (the solution follows it
+    in cells of its own: a fold hides the cells after the heading's cell): JupyterLab's
+    ``jp-MarkdownHeadingCollapsed`` on the cell, Colab's ``collapsed_sections`` (the
+    cells' ``metadata.id``) in the notebook's metadata. A folded heading hides the cells
+    after it up to the next heading of its level or higher, so what follows a solution
+    must start with such a heading (the next exercise, a section), or this raises.
 
     ``kind="student"``: ``nb`` should be a student version (tools/make_assignments.py);
     any solution still in it is dropped.
@@ -868,11 +994,44 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
     out.metadata = {k: copy.deepcopy(v) for k, v in nb.get("metadata", {}).items() if k in KEPT_METADATA}
     if kind == "reader" and "widgets" in nb.get("metadata", {}):
         out.metadata["widgets"] = copy.deepcopy(nb.metadata["widgets"])
-    cells, gated, titled = [], None, False
+    cells, folded_ids = [], []
+    gated = None          # the exercise label while inside a gated solution
+    folded = None         # (level, title) of the solution whose fold is open
+    titled = False
+
+    def fold(cell, title: str):
+        nonlocal folded
+        cell.metadata[COLLAPSED] = True
+        cell.metadata["id"] = cell.id           # Colab names cells by metadata.id
+        folded_ids.append(cell.id)
+        folded = (_heading_levels(cell.source)[0], title)
+        renderer.stats["solutions"] += 1
+
+    def inside_fold(cell, index: int):
+        """``cell`` is part of the open solution: a heading of its level or higher would end the fold."""
+        if folded and any(h <= folded[0] for h in _heading_levels(cell.source)):
+            raise PortableError(f"{docname}, cell {index}: a heading inside the {folded[1]} would end its fold")
+
+    def after_solution(cell, index: int):
+        """``cell`` comes after a solution: it must end the solution's fold with a heading."""
+        nonlocal folded
+        if folded is None:
+            return
+        level, title = folded
+        heads = _heading_levels(cell.source) if cell.cell_type == "markdown" else []
+        if not any(h <= level for h in heads):
+            raise PortableError(f"{docname}, cell {index}: it follows the {title} and would be folded "
+                                f"into it: start it with a heading of level {level} or higher "
+                                "(an exercise, a section)")
+        folded = None
+
     for index, cell in enumerate(nb.cells):
         cell = copy.deepcopy(cell)
         if cell.cell_type != "markdown":
-            if gated is None or kind == "reader":
+            if gated is None:
+                after_solution(cell, index)
+                cells.append(cell)
+            elif kind == "reader":
                 cells.append(cell)
             continue
         start, rest = _gated(cell.source)
@@ -882,31 +1041,55 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
             gated = start.arg.strip()
             if kind == "student":
                 continue
-            renderer.stats["solutions"] += 1
-            title = renderer.solution_title(gated)
-            head = "**" + title.replace(" (", "** (", 1) + ("" if " (" in title else "**")
-            cell.source = _tidy([head, ""] + renderer.render_lines(rest.split("\n")))
-            cells.append(cell)
+            if "{solution}" in rest:
+                raise PortableError(f"{docname}, cell {index}: a {{solution}} inside a gated solution")
+            head = nbformat.v4.new_markdown_cell(renderer.solution_heading(gated))
+            head.id = f"{cell.id}-solution"[:64]
+            after_solution(head, index)
+            fold(head, renderer.solution_title(gated))
+            cells.append(head)
+            cell.source = renderer.render(rest)
+            inside_fold(cell, index)
+            if cell.source.strip() or cell.get("attachments"):
+                cells.append(cell)
             continue
         if start is not None and start.name == "solution-end":
             if gated is None:
                 raise PortableError(f"{docname}, cell {index}: a {{solution-end}} without a {{solution-start}}")
             if rest.strip():
                 raise PortableError(f"{docname}, cell {index}: text after {{solution-end}} in its cell")
-            if kind == "reader":
-                number = renderer.ref_text(renderer.target(gated), "ref")
-                cell.source = f"*End of the solution to {number}.*"
-                cells.append(cell)
             gated = None
             continue
-        if gated is not None and kind == "student":
+        if gated is not None:
+            if kind == "reader":
+                cell.source = renderer.render(cell.source)
+                inside_fold(cell, index)
+                if cell.source.strip() or cell.get("attachments"):
+                    cells.append(cell)
             continue
-        cell.source = renderer.render(cell.source)
-        if not titled and re.match(r"^# ", cell.source, re.M):
-            cell.source = _with_origin(cell.source, renderer, kind)
-            titled = True
-        if cell.source.strip() or cell.get("attachments"):
-            cells.append(cell)
+        pieces = renderer.render_cells(cell.source)
+        if not pieces and cell.get("attachments"):
+            pieces = [("text", "")]
+        for k, (piece, text) in enumerate(pieces):
+            if k:
+                new = nbformat.v4.new_markdown_cell(text)
+                new.id = f"{cell.id}-{k}"[:64]
+            else:
+                new, new.source = cell, text
+            if piece == "solution":
+                after_solution(new, index)
+                fold(new, new.source.split("\n", 1)[0].lstrip("# "))
+                cells.append(new)
+                continue
+            if piece == "solution-body":
+                inside_fold(new, index)
+                cells.append(new)
+                continue
+            after_solution(new, index)
+            if not titled and re.match(r"^# ", new.source, re.M):
+                new.source = _with_origin(new.source, renderer, kind)
+                titled = True
+            cells.append(new)
     if gated is not None:
         raise PortableError(f"{docname}: a {{solution-start}} has no {{solution-end}}")
     references = renderer.references_cell()
@@ -918,8 +1101,11 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
             text = "## References\n\n" + references
         cell = nbformat.v4.new_markdown_cell(text)
         cell.id = "portable-references"
+        after_solution(cell, len(nb.cells))
         cells.append(cell)
     out.cells = cells
+    if folded_ids:
+        out.metadata["colab"] = {"collapsed_sections": folded_ids}
     out.metadata["portable"] = {"source": renderer.page.path.relative_to(book.root).as_posix(),
                                 "kind": kind}
     return out, renderer.stats
@@ -937,8 +1123,12 @@ def _with_origin(source: str, renderer: Renderer, kind: str) -> str:
         line += f"; [this chapter on the site]({here})"
     line += ". "
     if kind == "student":
-        line += ("Student version: the solutions are removed, and each exercise's code goes in "
-                 "the code cell after it. ")
+        line += ("Student version: the solutions are removed, and each exercise is followed by a "
+                 "code cell for your work (an auto-checked exercise's cell holds the stub to "
+                 "complete and the call that checks it). ")
+    elif renderer.page.exercises:
+        line += ("Each solution is folded under its heading below its exercise "
+                 "(in JupyterLab and Colab, click the heading's arrow to open it). ")
     line += "Numbers of theorems, exercises and equations are the site's.*"
     lines = source.split("\n")
     k = next(i for i, ln in enumerate(lines) if ln.startswith("# "))
@@ -952,7 +1142,8 @@ def student_version(nb, docname: str, book: Book):
         import make_assignments
     finally:
         sys.path.pop(0)
-    student, _ = make_assignments.student_notebook(nb, where=docname)
+    student, _ = make_assignments.student_notebook(nb, where=docname,
+                                                   numbers=make_assignments.exercise_numbers(book))
     return render_notebook(student, docname, book, kind="student")[0]
 
 

@@ -12,6 +12,14 @@ was built (tools/portable.py, from the book's source folder):
   students' site): the student notebook, as ``make assignments`` writes it (solutions
   removed, each exercise's stub in a code cell, outputs cleared).
 
+A page that is a notebook but not a chapter (book/instructors.md, a MyST text
+notebook that builds the instructors' tables) has no portable rendering: its
+``.ipynb`` entry is removed from the download menu, and the copy of the MyST notebook
+that sphinx-book-theme puts in ``_sources/`` is deleted. Its ``.md`` entry stays.
+
+``portable_site_url`` (default: the book's own site) is the site the notebooks link
+to; tools/make_assignments.py sets it to the students' site's address (``--site-url``).
+
 It also compares the numbers tools/portable.py computes (theorems, exercises,
 labelled equations, sections) with the ones Sphinx gave them, and warns on any
 difference, so a ``-W`` build fails if the portable notebooks would number anything
@@ -97,7 +105,7 @@ def write_portable_sources(app, exception):
 
     written = 0
     try:
-        book = portable.Book(srcdir)
+        book = portable.Book(srcdir, base_url=app.config.portable_site_url or None)
         for problem in number_differences(book, app.env):
             logger.warning(f"portable notebooks: {problem}")
         for page in book.chapters():
@@ -120,7 +128,50 @@ def write_portable_sources(app, exception):
     logger.info(f"portable notebooks: {written} downloads ({kind}) written to _sources/")
 
 
+DOWNLOADS = "download-buttons"            # sphinx-book-theme's download menu ...
+NOTEBOOK_ENTRY = "download-notebook-button"  # ... and its .ipynb entry
+PRIORITY = 600                            # after the theme's add_header_buttons (501)
+
+
+def _chapters(app) -> set[str]:
+    """The docnames of the chapters (the notebooks of _toc.yml), read once per build."""
+    found = getattr(app, "_portable_chapters", None)
+    if found is None:
+        book = _load(Path(app.srcdir), "portable").Book(Path(app.srcdir))
+        found = {page.docname for page in book.chapters()}
+        app._portable_chapters = found
+    return found
+
+
+def drop_notebook_download(header_buttons: list, pagename: str, chapters: set[str]) -> str | None:
+    """Remove the .ipynb entry of a non-chapter page's download menu; return its file (``_sources/...``)."""
+    if pagename in chapters:
+        return None
+    dropped = None
+    for group in header_buttons:
+        if group.get("label") != DOWNLOADS:
+            continue
+        for button in list(group.get("buttons", [])):
+            if button.get("label") == NOTEBOOK_ENTRY:
+                group["buttons"].remove(button)
+                dropped = button.get("url", "")
+    return dropped
+
+
+def no_notebook_download(app, pagename, templatename, context, doctree):
+    header_buttons = context.get("header_buttons")
+    if not header_buttons or not context.get("ipynb_source"):
+        return
+    if drop_notebook_download(header_buttons, pagename, _chapters(app)) is not None:
+        copied = Path(app.outdir) / "_sources" / context["ipynb_source"]
+        copied.unlink(missing_ok=True)
+        context.pop("ipynb_source")
+
+
 def setup(app):
+    app.connect("html-page-context", no_notebook_download, priority=PRIORITY)
     app.add_config_value("portable_notebooks", "reader", "html")
+    # The site the notebooks link to, if not the book's (the students' site: make_assignments --site-url).
+    app.add_config_value("portable_site_url", "", "html")
     app.connect("build-finished", write_portable_sources)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
