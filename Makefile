@@ -51,11 +51,14 @@ site-check: $(STAMP)
 	@test -f _build/html/index.html || $(BUILD)
 	$(BIN)/python tools/site_check.py
 
-# Student notebooks (solutions removed, stubs in code cells, outputs cleared) in
-# _build/assignments/, and a solutions-hidden site built from the stored outputs.
+# Student notebooks (solutions removed, a code cell after each exercise, outputs cleared)
+# in _build/assignments/, and a solutions-hidden site built from the stored outputs.
+# SITE_URL=https://... is where that site will be published: the notebooks link there
+# (without it they link to the full site, solutions included, and the script says so).
 ASSIGNMENTS ?= _build/assignments
+SITE_URL ?=
 assignments: $(STAMP)
-	$(BIN)/python tools/make_assignments.py --out $(ASSIGNMENTS)
+	$(BIN)/python tools/make_assignments.py --out $(ASSIGNMENTS) $(if $(SITE_URL),--site-url $(SITE_URL))
 
 # The chapters as portable notebooks (MyST rendered to plain Markdown and LaTeX, numbers
 # as on the site, outputs kept) in notebooks/, for Colab and as downloads; a test fails
