@@ -13,6 +13,7 @@ from .ch1 import check_ema_operator, check_mlp_operator, check_residual_operator
 from .ch2 import check_lag_span_dimension, check_long_plateau, check_rank_three_system
 from .ch3 import check_exact_heads, check_nonnegative_head_count, check_optimal_error, check_quaternion_heads
 from .ch4 import check_delay_loss, check_head_jacobian, check_highway_input, check_ssm_gradient_profile
+from .ch5 import check_retention_recurrent, check_rope_operator, check_ssd_operator
 
 __all__ = [
     "CheckResult",
@@ -30,4 +31,7 @@ __all__ = [
     "check_highway_input",
     "check_ssm_gradient_profile",
     "check_delay_loss",
+    "check_retention_recurrent",
+    "check_rope_operator",
+    "check_ssd_operator",
 ]

@@ -1,0 +1,219 @@
+"""Checks of the Chapter 5 exercises (the architectures people use).
+
+The reference values are computed here from the formulas of Chapter 5, in a few
+lines of numpy each, so that the checks do not depend on
+``ssmheads.architectures``; while the student's answer runs, the library's own
+routines for the same quantity (when the module is present) are switched off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+from typing import Callable, Iterable, Iterator
+
+import numpy as np
+
+from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _run, _write_it_yourself
+
+# (module, dotted name) of the library routines that would compute the answers.
+RETENTION_ROUTINES = (("architectures", "Retention.forward"), ("architectures", "Retention.recurrent_forward"),
+                      ("architectures", "Retention.chunkwise_forward"), ("architectures", "Retention.interaction"))
+ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "RoPEAttention.interaction"))
+SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.ssd_forward"),
+                ("architectures", "Mamba2.interaction"))
+
+
+def _resolve(module: str, dotted: str):
+    try:
+        obj = importlib.import_module(f"ssmheads.{module}")
+    except ImportError:
+        return None
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if hasattr(obj, "__code__") else None
+
+
+@contextlib.contextmanager
+def _methods_off(routines: Iterable[tuple[str, str]]) -> Iterator[None]:
+    """Like ``reference_routines_off``, for functions and methods named ``Class.method``."""
+    functions = [f for f in (_resolve(m, name) for m, name in routines) if f is not None]
+    saved = [f.__code__ for f in functions]
+    try:
+        for f in functions:
+            f.__code__ = _write_it_yourself.__code__
+        yield
+    finally:
+        for f, code in zip(functions, saved):
+            f.__code__ = code
+
+
+def _guarded(answer, routines):
+    if _is_stub(answer) or not callable(answer):
+        return answer
+    routines = tuple(routines)
+
+    @functools.wraps(answer)
+    def guarded(*args):
+        with _methods_off(routines):
+            return answer(*args)
+
+    return guarded
+
+
+# ---------------------------------------------------------------- retention
+def _retention_parallel(Q, K, V, gamma):
+    n = Q.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    D = np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)
+    return (D * (Q @ K.T)) @ V
+
+
+def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
+    """Chapter 5, exercise "retention as a recurrence".
+
+    The answer is a function ``retention_recurrent(Q, K, V, gamma)`` taking the (already
+    rotated) queries ``Q (n, d_k)``, keys ``K (n, d_k)``, values ``V (n, p)`` and a decay
+    ``0 < gamma <= 1``, and returning ``Y (n, p)`` computed by the recurrence
+    ``S_t = gamma S_{t-1} + k_t v_t^T``, ``y_t = S_t^T q_t``. It must equal the parallel
+    form ``(D * Q K^T) V`` with ``D_ts = gamma^(t-s)`` for ``s <= t``.
+    """
+    rng = np.random.default_rng(51)
+    cases = []
+    for n, dk, p, gamma in ((1, 2, 1, 0.9), (6, 2, 3, 0.9), (9, 4, 2, 0.5), (7, 3, 3, 1.0), (12, 2, 2, 0.97)):
+        Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))
+        expected = _retention_parallel(Q, K, V, gamma)
+
+        def test(out, label, e=expected, g=gamma, args=(Q, K, V)):
+            got = _numeric(out, e.shape, label)
+            scale = max(1.0, float(np.abs(e).max()))
+            if np.max(np.abs(got - e)) <= 1e-9 * scale:
+                return
+            Qa, Ka, Va = args
+            hint = ""
+            if g < 1 and np.max(np.abs(got - g * e)) <= 1e-9 * scale:
+                hint = "; the current token is decayed too: decay the old state, then add k_t v_t^T"
+            elif g < 1 and np.max(np.abs(got - _retention_parallel(Qa, Ka, Va, 1.0))) <= 1e-9 * scale:
+                hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
+            elif np.max(np.abs(got - (Qa @ Ka.T) @ Va)) <= 1e-9 * scale:
+                hint = "; the sum runs over every s, also s > t: retention is causal"
+            raise _Fail(f"{label}: the outputs differ from the parallel form (D * QK^T) V{hint}")
+        cases.append((f"retention_recurrent with n={n}, d_k={dk}, p={p}, gamma={gamma}", (Q, K, V, gamma), test))
+    return _run("Chapter 5: retention as a recurrence", _guarded(retention_recurrent, RETENTION_ROUTINES), cases,
+                "equals the parallel form on 5 cases, including n = 1 and gamma = 1")
+
+
+# ---------------------------------------------------------------- RoPE
+def _rotate(Z, base):
+    """Rotate pairs (2m, 2m+1) of row t of Z by t * base^(-2m/d_k)."""
+    n, dk = Z.shape
+    theta = base ** (-np.arange(0, dk, 2) / dk)
+    ang = np.arange(n)[:, None] * theta[None, :]
+    c, s = np.cos(ang), np.sin(ang)
+    out = np.empty_like(Z)
+    out[:, 0::2] = c * Z[:, 0::2] - s * Z[:, 1::2]
+    out[:, 1::2] = s * Z[:, 0::2] + c * Z[:, 1::2]
+    return out
+
+
+def _rope_operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True):
+    n, dk = X.shape[0], W_Q.shape[0]
+    Q, K = X @ W_Q.T, X @ W_K.T
+    if rotate:
+        Q, K = _rotate(Q, base), _rotate(K, base)
+    S = Q @ K.T / (np.sqrt(dk) if scale else 1.0)
+    if causal:
+        S = np.where(np.tril(np.ones((n, n), bool)), S, -np.inf)
+    A = np.exp(S - S.max(axis=1, keepdims=True))
+    A /= A.sum(axis=1, keepdims=True)
+    return A[:, :, None, None] * W_V[None, None]
+
+
+def check_rope_operator(rope_interaction: Callable) -> CheckResult:
+    """Chapter 5, exercise "a RoPE head is one head".
+
+    The answer is a function ``rope_interaction(W_Q, W_K, W_V, X, base)`` returning the
+    operator ``W (n, n, p, d)`` of one causal softmax head with rotary queries and keys:
+    ``W_ij = a_ij W_V`` with ``a_ij = softmax_{j<=i}((R_i q_i)^T (R_j k_j) / sqrt(d_k))`` and
+    ``R_t`` rotating coordinate pair ``(2m, 2m+1)`` by the angle ``t * base^(-2m/d_k)``
+    (positions ``t = 0, ..., n-1``).
+    """
+    rng = np.random.default_rng(52)
+    cases = []
+    for n, d, dk, p, base in ((1, 2, 2, 1, 10000.0), (5, 3, 2, 2, 10.0), (8, 2, 4, 3, 100.0),
+                              (6, 4, 4, 2, 10000.0)):
+        W_Q, W_K = rng.standard_normal((dk, d)), rng.standard_normal((dk, d))
+        W_V, X = rng.standard_normal((p, d)), rng.standard_normal((n, d))
+        args = (W_Q, W_K, W_V, X, base)
+        expected = _rope_operator(*args)
+        wrongs = (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
+                  ("the queries and keys are not rotated", dict(rotate=False)),
+                  ("the scores are not divided by sqrt(d_k)", dict(scale=False)))
+
+        def test(out, label, e=expected, args=args, wrongs=wrongs):
+            got = _numeric(out, e.shape, label)
+            scale = max(1.0, float(np.abs(e).max()))
+            if np.max(np.abs(got - e)) <= 1e-9 * scale:
+                return
+            for hint, kw in wrongs:
+                w = _rope_operator(*args, **kw)
+                if np.max(np.abs(w - e)) > 1e-9 * scale and np.max(np.abs(got - w)) <= 1e-9 * scale:
+                    raise _Fail(f"{label}: {hint}")
+            _compare(got, e, label)
+        cases.append((f"rope_interaction with n={n}, d={d}, d_k={dk}, p={p}, base={base:g}", args, test))
+    return _run("Chapter 5: a RoPE head is one head", _guarded(rope_interaction, ROPE_ROUTINES), cases,
+                "the operator is right on 4 heads, including n = 1")
+
+
+# ---------------------------------------------------------------- SSD
+def _ssd_operator(a, B, C, V, start=1):
+    """sum_h L^h_ts (C_t . B_s) V_h with L^h_ts = prod_{r=s+start}^{t} a^h_r (start=1 is right)."""
+    H, n = a.shape
+    logs = np.log(a)
+    cum = np.cumsum(logs, axis=1)                                   # (H, n)
+    t, s = np.arange(n)[:, None], np.arange(n)[None, :]
+    seg = cum[:, :, None] - cum[:, None, :]                         # sum_{r=s+1}^t
+    if start == 0:
+        seg = seg + logs[:, None, :]
+    L = np.where(t >= s, np.exp(np.where(t >= s, seg, 0.0)), 0.0)   # (H, n, n)
+    G = C @ B.T                                                     # (n, n): C_t . B_s
+    return np.einsum("hts,ts,hpd->tspd", L, G, V)
+
+
+def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
+    """Chapter 5, exercise "the rank of a two-head SSD layer".
+
+    The answer is a function ``ssd_operator(a, B, C, V)`` taking the per-head decays
+    ``a (H, n)`` in (0, 1), the input-dependent ``B (n, N)`` and ``C (n, N)`` (shared by the
+    heads) and the heads' value maps ``V (H, p, d)``, and returning the operator
+    ``W (n, n, p, d)``, ``W_ts = sum_h (prod_{r=s+1}^t a^h_r) (C_t . B_s) V_h`` for ``s <= t``.
+    """
+    rng = np.random.default_rng(53)
+    cases = []
+    for H, n, N, p, d in ((1, 1, 3, 2, 2), (2, 6, 4, 2, 3), (2, 9, 1, 3, 2), (3, 7, 16, 2, 2)):
+        a = rng.uniform(0.3, 0.95, (H, n))
+        B, C = rng.standard_normal((n, N)), rng.standard_normal((n, N))
+        V = rng.standard_normal((H, p, d))
+        args = (a, B, C, V)
+        expected = _ssd_operator(*args)
+
+        def test(out, label, e=expected, args=args):
+            got = _numeric(out, e.shape, label)
+            scale = max(1.0, float(np.abs(e).max()))
+            if np.max(np.abs(got - e)) <= 1e-9 * scale:
+                return
+            a_, B_, C_, V_ = args
+            if np.max(np.abs(got - _ssd_operator(*args, start=0))) <= 1e-9 * scale:
+                raise _Fail(f"{label}: the decay product starts one step early: "
+                            "L_ts = a_(s+1) ... a_t, and L_tt = 1")
+            causal = np.tril(np.ones(e.shape[:2]))[:, :, None, None]
+            if np.max(np.abs(got * causal - e)) <= 1e-9 * scale:
+                raise _Fail(f"{label}: W_ts must be 0 for s > t (the layer is causal)")
+            _compare(got, e, label)
+        cases.append((f"ssd_operator with H={H}, n={n}, N={N}, p={p}, d={d}", args, test))
+    return _run("Chapter 5: the rank of a two-head SSD layer", _guarded(ssd_operator, SSD_ROUTINES), cases,
+                "the operator is right on 4 layers with 1 to 3 heads and N from 1 to 16")
+
