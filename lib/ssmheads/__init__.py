@@ -6,12 +6,26 @@ checks the book's theorems numerically. Arrays follow one convention: a sequence
 is ``(n, d)``, an interaction operator ``(n, n, p, d)``, lag operators ``(n, p, d)``.
 
 Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
-:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.heads` (Chapter 3), :mod:`~ssmheads.gradients` (Chapter 4), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
+:mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.heads` (Chapter 3), :mod:`~ssmheads.gradients` (Chapter 4), :mod:`~ssmheads.architectures` (Chapter 5), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
 :mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
 """
 
-from . import exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
+from . import architectures, exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
 from .numerics import close, relative_gap
+from .architectures import (
+    ALiBiAttention,
+    Hybrid,
+    LinearAttention,
+    Mamba,
+    Mamba2,
+    RankRow,
+    RankTable,
+    Retention,
+    RoPEAttention,
+    S4D,
+    S5,
+    rank_table,
+)
 from .gradients import (
     decay_bound,
     finite_difference_jacobian,
@@ -101,4 +115,17 @@ __all__ = [
     "widgets",
     "exercises",
     "operator",
+    "LinearAttention",
+    "Retention",
+    "ALiBiAttention",
+    "RoPEAttention",
+    "S4D",
+    "S5",
+    "Mamba",
+    "Mamba2",
+    "Hybrid",
+    "RankRow",
+    "RankTable",
+    "rank_table",
+    "architectures",
 ]

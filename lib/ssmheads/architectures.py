@@ -1,0 +1,1306 @@
+"""The architectures people use, each computed its own way and through its operator (Chapter 5).
+
+Every layer here has ``forward(X)``, computed the way its own paper computes it
+(a recurrence, a selective scan, a parallel or chunked form), and
+``interaction(X)``, its operator ``W`` of shape ``(n, n, p, d)`` built from the
+formula for ``W_ij(X)`` derived in the class docstring, so that
+``forward(X) = apply_interaction(interaction(X), X)``. Alternative forms
+(``recurrent_forward``, ``chunkwise_forward``, ``convolution_forward``,
+``ssd_forward``) compute the same output another way.
+
+Conventions, as in :mod:`ssmheads.models`: a sequence is ``(n, d)``, tokens are
+indexed ``0, ..., n-1``, every layer is causal and starts from a zero state.
+Parameters that are complex (the eigenvalues and maps of S4D and S5) may be
+given as complex arrays; everything else must be real.
+
+:func:`rank_table` computes the chapter's summary table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
+from .models import MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _Layer
+from .numerics import relative_gap
+from .operator import _toeplitz, apply_interaction
+from .span import interaction_rank, lag_span_dimension
+
+__all__ = [
+    "LinearAttention",
+    "Retention",
+    "ALiBiAttention",
+    "RoPEAttention",
+    "S4D",
+    "S5",
+    "Mamba",
+    "Mamba2",
+    "Hybrid",
+    "RankRow",
+    "RankTable",
+    "rank_table",
+]
+
+_NO_OPERATOR = "use forward(X), which never builds W, or a shorter X"
+_LOG_MAX = 709.0
+#: Most tangent-entry updates :meth:`Mamba.jacobian` performs (``n^2 d d_inner N``) before refusing.
+MAX_JACOBIAN_WORK = 2e8  # exp(709) is about 8e307, below the largest float
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks
+
+
+def _param(name, value, ndim, what):
+    arr = as_array(name, value, ndim, what, copy=True)
+    arr.flags.writeable = False
+    return arr
+
+
+def _complex_param(name, value, ndim, what):
+    """A finite real or complex array with ``ndim`` dimensions, returned complex and read-only."""
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a numeric array of shape {what}; got {type(value).__name__}") from exc
+    if raw.dtype.kind not in "biufc":
+        raise ValueError(f"{name} must be a numeric (real or complex) array of shape {what}; got "
+                         f"{type(value).__name__} of dtype {raw.dtype}")
+    if raw.ndim != ndim:
+        raise ValueError(f"{name} must have shape {what} ({ndim} dimensions); got shape {raw.shape}")
+    arr = np.array(raw, dtype=complex)
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite numbers; got NaN or infinity")
+    arr.flags.writeable = False
+    return arr
+
+
+def _real_number(name, value, low=-np.inf, high=np.inf, low_open=False, what=""):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a real number{what}; got {value!r}")
+    value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite real number{what}; got {value!r}")
+    if value < low or (low_open and value == low) or value > high:
+        raise ValueError(f"{name} must be a real number{what}; got {value!r}")
+    return value
+
+
+def _check_projections(W_Q, W_K, W_V):
+    W_Q = _param("W_Q", W_Q, 2, "(d_k, d)")
+    W_K = _param("W_K", W_K, 2, "(d_k, d)")
+    W_V = _param("W_V", W_V, 2, "(p, d)")
+    check_nonempty("W_Q", W_Q, 0, "the key width d_k")
+    check_nonempty("W_Q", W_Q, 1, "the token width d")
+    check_size("W_K", W_K, 0, W_Q.shape[0], "the key width d_k of W_Q")
+    check_size("W_K", W_K, 1, W_Q.shape[1], "the token width d of W_Q")
+    check_nonempty("W_V", W_V, 0, "the output width p")
+    check_size("W_V", W_V, 1, W_Q.shape[1], "the token width d of W_Q")
+    return W_Q, W_K, W_V
+
+
+def _finite_or_raise(arr, message):
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(message)
+    return arr
+
+
+def _scale_message(what):
+    return (f"X is too large for this layer: {what} is not finite (overflow); rescale X, or the "
+            "weights, so that it stays below about 1e300")
+
+
+def _rotate(Z, angles):
+    """Rotate the coordinate pairs ``(2m, 2m+1)`` of each row ``Z[t]`` by ``angles[t, m]``."""
+    c, s = np.cos(angles), np.sin(angles)
+    even, odd = Z[:, 0::2], Z[:, 1::2]
+    out = np.empty_like(Z)
+    out[:, 0::2] = c * even - s * odd
+    out[:, 1::2] = s * even + c * odd
+    return out
+
+
+def _operator_from_scalar(alpha, V):
+    """``W[i, j] = alpha[i, j] V`` for one head."""
+    return alpha[:, :, None, None] * V[None, None]
+
+
+def _causal_softmax(scores):
+    n = scores.shape[0]
+    mask = np.tril(np.ones((n, n), dtype=bool))
+    s = np.where(mask, scores, -np.inf)
+    s = s - s.max(axis=1, keepdims=True)
+    w = np.exp(s)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _softplus(z):
+    return np.logaddexp(0.0, z)
+
+
+def _sigmoid(z):
+    return np.exp(-np.logaddexp(0.0, -z))
+
+
+def _expm1_complex(z):
+    """``exp(z) - 1`` accurate for small ``|z|`` (``numpy.expm1`` is real only)."""
+    x, y = z.real, z.imag
+    return (np.expm1(x) * np.cos(y) - 2.0 * np.sin(y / 2.0) ** 2) + 1j * (np.exp(x) * np.sin(y))
+
+
+def _segsum(log_a):
+    """``S[..., t, s] = sum_{r=s+1}^{t} log_a[..., r]`` for ``s <= t``, ``-inf`` above the diagonal.
+
+    Summed directly from a masked copy (as ``segsum`` in Mamba-2's ``ssd_minimal``), not as a
+    difference of cumulative sums, so each entry is accurate relative to itself.
+    """
+    n = log_a.shape[-1]
+    x = np.broadcast_to(log_a[..., :, None], log_a.shape + (n,)).copy()  # x[..., r, s] = log_a[r]
+    strict = np.tril(np.ones((n, n), dtype=bool), -1)  # r > s
+    x = np.where(strict, x, 0.0)
+    out = np.cumsum(x, axis=-2)  # out[t, s] = sum_{r <= t, r > s} log_a[r]
+    return np.where(np.tril(np.ones((n, n), dtype=bool)), out, -np.inf)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention-like heads
+
+
+class LinearAttention(_Layer):
+    """One causal linear-attention head (Katharopoulos et al. 2020).
+
+    ``y_i = sum_{j<=i} phi(q_i)^T phi(k_j) v_j / sum_{m<=i} phi(q_i)^T phi(k_m)`` with
+    ``q = W_Q x``, ``k = W_K x``, ``v = W_V x``.
+
+    Parameters
+    ----------
+    W_Q, W_K : array, shape (d_k, d)
+    W_V : array, shape (p, d)
+    feature : {"elu1", "softplus"}
+        The feature map ``phi``: ``elu(u) + 1`` (the paper's) or ``log(1 + e^u)``.
+        Both are positive, so the normaliser is a sum of positive terms; it can
+        still underflow to 0 for queries or keys below about -700, and then
+        :meth:`forward` raises a ``ValueError`` naming ``X``. ReLU is not offered:
+        its normaliser is 0 whenever the features are.
+
+    Notes
+    -----
+    **Operator.** With ``alpha_ij = phi(q_i)^T phi(k_j) / Z_i`` (``Z_i`` the
+    normaliser) and ``v_j = W_V x_j``, ``y_i = sum_j alpha_ij W_V x_j``, so
+    ``W_ij(X) = alpha_ij(X) W_V`` for ``j <= i``: one scalar times one matrix,
+    interaction rank 1. **Recurrent form.** ``S_i = S_{i-1} + v_i phi(k_i)^T``,
+    ``z_i = z_{i-1} + phi(k_i)``, ``y_i = S_i phi(q_i) / (z_i^T phi(q_i))``: an SSM
+    with the identity transition and input-dependent input and output maps.
+    """
+
+    FEATURES = ("elu1", "softplus")
+
+    def __init__(self, W_Q, W_K, W_V, feature="elu1"):
+        self.W_Q, self.W_K, self.W_V = _check_projections(W_Q, W_K, W_V)
+        if not isinstance(feature, str) or feature not in self.FEATURES:
+            raise ValueError(f"feature must be one of {self.FEATURES} (positive feature maps); got {feature!r}")
+        self.feature = feature
+        self.d_k, self.d = self.W_Q.shape
+        self.p = self.W_V.shape[0]
+
+    def __repr__(self):
+        return f"LinearAttention(d={self.d}, p={self.p}, d_k={self.d_k}, feature={self.feature!r})"
+
+    def _phi(self, U):
+        if self.feature == "elu1":
+            return np.where(U > 0, U + 1.0, np.exp(np.minimum(U, 0.0)))
+        return _softplus(U)
+
+    def _features(self, X):
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            fq, fk = self._phi(X @ self.W_Q.T), self._phi(X @ self.W_K.T)
+        _finite_or_raise(fq, _scale_message("a query feature phi(W_Q x)"))
+        _finite_or_raise(fk, _scale_message("a key feature phi(W_K x)"))
+        return fq, fk
+
+    def _normaliser_check(self, Z):
+        if not (np.all(np.isfinite(Z)) and np.all(Z > 0)):
+            raise ValueError("X is out of range for linear attention: the normaliser sum_m phi(q_i)^T phi(k_m) "
+                             "underflows to 0 or overflows (queries or keys beyond about +-700); rescale X")
+
+    def coefficients(self, X) -> np.ndarray:
+        """The weights ``alpha[i, j]`` (rows sum to 1, zero above the diagonal), shape ``(n, n)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n), "the weights alpha", _NO_OPERATOR)
+        fq, fk = self._features(X)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            raw = np.tril(fq @ fk.T)
+            Z = raw.sum(axis=1, keepdims=True)
+        self._normaliser_check(Z)
+        return raw / Z
+
+    def forward(self, X) -> np.ndarray:
+        """The parallel form ``(mask * phi(Q) phi(K)^T) V`` with row normalisation; shape ``(n, p)``."""
+        X = self._input(X)
+        alpha = self.coefficients(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = alpha @ (X @ self.W_V.T)
+        return _finite_or_raise(Y, _scale_message("the output"))
+
+    def recurrent_forward(self, X) -> np.ndarray:
+        """The recurrent form with state ``S_i`` (``p x d_k``) and normaliser state ``z_i``; shape ``(n, p)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        fq, fk = self._features(X)
+        V = X @ self.W_V.T
+        S = np.zeros((self.p, self.d_k))
+        z = np.zeros(self.d_k)
+        Y = np.empty((n, self.p))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for i in range(n):
+                S = S + np.outer(V[i], fk[i])
+                z = z + fk[i]
+                norm = z @ fq[i]
+                self._normaliser_check(np.asarray([norm]))
+                Y[i] = (S @ fq[i]) / norm
+        return _finite_or_raise(Y, _scale_message("the output"))
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[i, j] = alpha_ij(X) W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _operator_from_scalar(self.coefficients(X), self.W_V)
+
+
+class Retention(_Layer):
+    """One RetNet retention head (Sun et al. 2023), without the GroupNorm and the swish gate.
+
+    ``y_i = sum_{j<=i} gamma^(i-j) (Theta_i q_i)^T (Theta_j k_j) W_V x_j``.
+
+    Parameters
+    ----------
+    W_Q, W_K : array, shape (d_k, d)
+    W_V : array, shape (p, d)
+    gamma : float
+        Decay, ``0 < gamma <= 1``.
+    theta : None, float or array of shape (d_k / 2,)
+        The xPos-style rotation ``Theta_t``: coordinates ``(2m, 2m+1)`` of queries and
+        keys at position ``t`` are rotated by the angle ``t * theta_m`` (the real form
+        of RetNet's ``e^{i t theta}``). A float uses the same angle for every pair;
+        ``None`` means no rotation. With a rotation ``d_k`` must be even.
+
+    Notes
+    -----
+    **Operator.** The decay and the rotation both act on the scalar score, so
+    ``W_ij(X) = gamma^(i-j) (Theta_i q_i)^T (Theta_j k_j) W_V`` for ``j <= i``: one
+    scalar times ``W_V``, interaction rank 1. No normalisation is applied (RetNet
+    normalises with GroupNorm after the heads; left out, so the layer is exactly
+    its operator form). **Recurrent form**: ``S_t = gamma S_{t-1} + k~_t^T v_t``
+    (``d_k x p``), ``y_t = q~_t S_t``. **Chunkwise form**: inside a chunk the
+    parallel form, across chunks the recurrence on the chunk-end states.
+    """
+
+    def __init__(self, W_Q, W_K, W_V, gamma, theta=None):
+        self.W_Q, self.W_K, self.W_V = _check_projections(W_Q, W_K, W_V)
+        self.d_k, self.d = self.W_Q.shape
+        self.p = self.W_V.shape[0]
+        self.gamma = _real_number("gamma", gamma, 0.0, 1.0, low_open=True, what=" in (0, 1]")
+        if theta is None:
+            self.theta = None
+        else:
+            if self.d_k % 2:
+                raise ValueError(f"theta needs an even key width d_k (coordinates rotate in pairs); W_Q has "
+                                 f"d_k = {self.d_k}")
+            if isinstance(theta, (int, float, np.integer, np.floating)) and not isinstance(theta, (bool, np.bool_)):
+                _real_number("theta", theta)
+                theta = np.full(self.d_k // 2, float(theta))
+            th = _param("theta", theta, 1, f"({self.d_k // 2},) or a float")
+            check_size("theta", th, 0, self.d_k // 2, "d_k / 2, one angle per coordinate pair")
+            self.theta = th
+
+    def __repr__(self):
+        rot = "None" if self.theta is None else f"{self.theta.shape[0]} angles"
+        return f"Retention(d={self.d}, p={self.p}, d_k={self.d_k}, gamma={self.gamma!r}, theta={rot})"
+
+    def _qkv(self, X):
+        with np.errstate(over="ignore", invalid="ignore"):
+            Q, K, V = X @ self.W_Q.T, X @ self.W_K.T, X @ self.W_V.T
+        for M, what in ((Q, "a query W_Q x"), (K, "a key W_K x"), (V, "a value W_V x")):
+            _finite_or_raise(M, _scale_message(what))
+        if self.theta is not None:
+            angles = np.arange(X.shape[0])[:, None] * self.theta[None, :]
+            Q, K = _rotate(Q, angles), _rotate(K, angles)
+        return Q, K, V
+
+    def _decay(self, n, offset=0):
+        """``D[i, j] = gamma^(i-j)`` for ``j <= i``, else 0."""
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :] + offset
+        with np.errstate(under="ignore", divide="ignore"):
+            return np.where(lag >= 0, self.gamma ** np.maximum(lag, 0).astype(float), 0.0)
+
+    def coefficients(self, X) -> np.ndarray:
+        """``alpha[i, j] = gamma^(i-j) q~_i^T k~_j`` for ``j <= i``; shape ``(n, n)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n), "the weights alpha", _NO_OPERATOR)
+        Q, K, _ = self._qkv(X)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            alpha = (Q @ K.T) * self._decay(n)
+        return _finite_or_raise(alpha, _scale_message("a score q~^T k~"))
+
+    def forward(self, X) -> np.ndarray:
+        """The parallel form ``(Q~ K~^T * D) V`` with the decay mask ``D``; shape ``(n, p)``."""
+        X = self._input(X)
+        _, _, V = self._qkv(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = self.coefficients(X) @ V
+        return _finite_or_raise(Y, _scale_message("the output"))
+
+    def recurrent_forward(self, X) -> np.ndarray:
+        """``S_t = gamma S_{t-1} + k~_t^T v_t``, ``y_t = q~_t S_t``; shape ``(n, p)``."""
+        X = self._input(X)
+        Q, K, V = self._qkv(X)
+        S = np.zeros((self.d_k, self.p))
+        Y = np.empty((X.shape[0], self.p))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for t in range(X.shape[0]):
+                S = self.gamma * S + np.outer(K[t], V[t])
+                Y[t] = Q[t] @ S
+        return _finite_or_raise(Y, _scale_message("the state S_t"))
+
+    def chunkwise_forward(self, X, chunk: int) -> np.ndarray:
+        """RetNet's chunkwise form with chunks of ``chunk`` tokens (the last may be shorter).
+
+        Inside a chunk ``[a, b)``: ``(Q~ K~^T * D) V`` plus the contribution of the
+        state ``R`` carried in, ``gamma^(t-a+1) q~_t R``; then
+        ``R <- gamma^(b-a) R + sum_{s in chunk} gamma^(b-1-s) k~_s^T v_s``.
+        """
+        X = self._input(X)
+        chunk = check_positive_int("chunk", chunk)
+        n = X.shape[0]
+        Q, K, V = self._qkv(X)
+        R = np.zeros((self.d_k, self.p))
+        Y = np.empty((n, self.p))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for a in range(0, n, chunk):
+                b = min(a + chunk, n)
+                m = b - a
+                steps = np.arange(m, dtype=float)
+                inner = ((Q[a:b] @ K[a:b].T) * self._decay(m)) @ V[a:b]
+                cross = (self.gamma ** (steps + 1.0))[:, None] * (Q[a:b] @ R)
+                Y[a:b] = inner + cross
+                R = self.gamma ** m * R + K[a:b].T @ ((self.gamma ** (m - 1.0 - steps))[:, None] * V[a:b])
+        return _finite_or_raise(Y, _scale_message("the chunk state R"))
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[i, j] = gamma^(i-j) q~_i^T k~_j W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _operator_from_scalar(self.coefficients(X), self.W_V)
+
+
+class _SoftmaxHead(_Layer):
+    """A causal softmax head ``y_i = sum_{j<=i} softmax_j(s_ij) W_V x_j``; subclasses set the scores."""
+
+    def _scores(self, X):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def coefficients(self, X) -> np.ndarray:
+        """The attention weights ``alpha[i, j]`` (rows sum to 1, zero above the diagonal), shape ``(n, n)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n), "the attention weights alpha", _NO_OPERATOR)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            scores = self._scores(X)
+        _finite_or_raise(scores, _scale_message("an attention score"))
+        return _causal_softmax(scores)
+
+    def forward(self, X) -> np.ndarray:
+        """``softmax(scores, causal) V`` with ``V = X W_V^T``; shape ``(n, p)``."""
+        X = self._input(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = self.coefficients(X) @ (X @ self.W_V.T)
+        return _finite_or_raise(Y, _scale_message("the output"))
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[i, j] = alpha_ij(X) W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _operator_from_scalar(self.coefficients(X), self.W_V)
+
+
+class ALiBiAttention(_SoftmaxHead):
+    """One causal softmax head with ALiBi's linear bias (Press et al. 2022).
+
+    Score ``s_ij = q_i^T k_j / sqrt(d_k) - slope * (i - j)``.
+
+    Parameters
+    ----------
+    W_Q, W_K : array, shape (d_k, d)
+    W_V : array, shape (p, d)
+    slope : float
+        ``slope >= 0`` (ALiBi's head-specific ``m``; 0 is plain causal softmax).
+
+    Notes
+    -----
+    ``softmax_j(q_i^T k_j / sqrt(d_k) - m (i-j)) = e^{q.k/sqrt(d_k)} e^{-m(i-j)} / Z_i``:
+    the bias multiplies the scalar weight, so ``W_ij(X) = alpha_ij(X) W_V``,
+    interaction rank 1.
+    """
+
+    def __init__(self, W_Q, W_K, W_V, slope):
+        self.W_Q, self.W_K, self.W_V = _check_projections(W_Q, W_K, W_V)
+        self.d_k, self.d = self.W_Q.shape
+        self.p = self.W_V.shape[0]
+        self.slope = _real_number("slope", slope, 0.0, what=" >= 0")
+
+    def __repr__(self):
+        return f"ALiBiAttention(d={self.d}, p={self.p}, d_k={self.d_k}, slope={self.slope!r})"
+
+    def _scores(self, X):
+        n = X.shape[0]
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+        return (X @ self.W_Q.T) @ (X @ self.W_K.T).T / np.sqrt(self.d_k) - self.slope * lag
+
+
+class RoPEAttention(_SoftmaxHead):
+    """One causal softmax head with rotary position embedding (Su et al. 2021).
+
+    Score ``s_ij = (R_i q_i)^T (R_j k_j) / sqrt(d_k)``, ``R_t`` rotating coordinates
+    ``(2m, 2m+1)`` by ``t * theta_m``, ``theta_m = base^(-2m/d_k)``.
+
+    Parameters
+    ----------
+    W_Q, W_K : array, shape (d_k, d), ``d_k`` even
+    W_V : array, shape (p, d)
+    base : float
+        ``base > 0`` (10000 in the paper).
+
+    Notes
+    -----
+    The rotation acts on queries and keys only, that is on the scalar score:
+    ``W_ij(X) = softmax_j(s_ij) W_V``, interaction rank 1. The score depends on
+    positions only through ``i - j`` because ``R_i^T R_j = R_{j-i}``.
+    """
+
+    def __init__(self, W_Q, W_K, W_V, base=10000.0):
+        self.W_Q, self.W_K, self.W_V = _check_projections(W_Q, W_K, W_V)
+        self.d_k, self.d = self.W_Q.shape
+        self.p = self.W_V.shape[0]
+        if self.d_k % 2:
+            raise ValueError(f"W_Q must have an even key width d_k for RoPE (coordinates rotate in pairs); "
+                             f"got d_k = {self.d_k}")
+        self.base = _real_number("base", base, 0.0, low_open=True, what=" > 0")
+        self.theta = self.base ** (-2.0 * np.arange(self.d_k // 2) / self.d_k)
+
+    def __repr__(self):
+        return f"RoPEAttention(d={self.d}, p={self.p}, d_k={self.d_k}, base={self.base!r})"
+
+    def _scores(self, X):
+        angles = np.arange(X.shape[0])[:, None] * self.theta[None, :]
+        Q = _rotate(X @ self.W_Q.T, angles)
+        K = _rotate(X @ self.W_K.T, angles)
+        return Q @ K.T / np.sqrt(self.d_k)
+
+
+# ----------------------------------------------------------------------------------------------
+# Diagonal state-space models
+
+
+def _zoh(Lambda, dt, name_dt):
+    """Zero-order hold: ``A_bar = exp(dt Lambda)`` and ``(A_bar - 1) / Lambda``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = dt * Lambda
+    if not np.all(np.isfinite(z)):
+        raise ValueError(f"{name_dt} times Lambda overflows; use a smaller {name_dt} or smaller eigenvalues")
+    with np.errstate(under="ignore"):
+        A_bar = np.exp(z)
+        gain = _expm1_complex(z) / Lambda
+    return A_bar, gain
+
+
+def _check_lags(n):
+    n = check_positive_int("n", n)
+    if n > MAX_LAGS:
+        raise ValueError(f"n = {n} lags is more than the {MAX_LAGS} computed here (as lag_operators of "
+                         "ssmheads.models); the lags of a stable system decay, so use a smaller n")
+    return n
+
+
+def _check_lambda(Lambda):
+    if np.any(Lambda.real >= 0):
+        raise ValueError("Lambda must have negative real parts (a stable continuous-time system, as S4D and S5 "
+                         f"parametrise it); got max Re Lambda = {np.max(Lambda.real):.3g}")
+    return Lambda
+
+
+class S4D(_Layer):
+    """S4D: one SISO diagonal SSM per channel, discretised by zero-order hold (Gu, Gupta et al. 2022).
+
+    For channel ``c`` with state ``h^(c)`` in ``C^N``:
+    ``h^(c)_t = A_bar_c * h^(c)_{t-1} + B_bar_c x^(c)_t``,
+    ``y^(c)_t = 2 Re(sum_n C_cn h^(c)_tn)``, where ``A_bar = exp(dt Lambda)`` and
+    ``B_bar = (A_bar - 1) / Lambda * B`` (S4D's ZOH).
+
+    Parameters
+    ----------
+    Lambda : array, shape (d, N), complex, ``Re Lambda < 0`` (else a ``ValueError``)
+    B, C : arrays, shape (d, N), real or complex
+    dt : array, shape (d,), ``dt > 0``
+        One step size per channel.
+
+    Notes
+    -----
+    The factor 2 and the real part follow S4D's code: ``Lambda`` holds one
+    eigenvalue of each conjugate pair, the other is implied. **Kernel.**
+    ``K^(c)_l = 2 Re(sum_n C_cn A_bar_cn^l B_bar_cn)``. **Operator.** Channels do
+    not mix, so ``W_ij = diag_c(K^(c)_{i-j})`` for ``j <= i``: ``p = d``, and the
+    span lies in the ``d`` diagonal matrices, interaction rank ``<= min(n, d)``.
+    """
+
+    def __init__(self, Lambda, B, C, dt):
+        Lambda = _check_lambda(_complex_param("Lambda", Lambda, 2, "(d, N)"))
+        check_nonempty("Lambda", Lambda, 0, "the number of channels d")
+        check_nonempty("Lambda", Lambda, 1, "the state size N")
+        B = _complex_param("B", B, 2, "(d, N)")
+        C = _complex_param("C", C, 2, "(d, N)")
+        for name, arr in (("B", B), ("C", C)):
+            if arr.shape != Lambda.shape:
+                raise ValueError(f"{name} must have the shape (d, N) = {Lambda.shape} of Lambda; got {arr.shape}")
+        dt = _param("dt", dt, 1, "(d,)")
+        check_size("dt", dt, 0, Lambda.shape[0], "the number of channels d of Lambda")
+        if np.any(dt <= 0):
+            raise ValueError(f"dt must be positive (a step size); got min dt = {np.min(dt):.3g}")
+        self.Lambda, self.B, self.C, self.dt = Lambda, B, C, dt
+        self.A_bar, gain = _zoh(Lambda, dt[:, None], "dt")
+        self.B_bar = gain * B
+        _finite_or_raise(self.B_bar, "B times the ZOH gain (exp(dt Lambda) - 1) / Lambda overflows; rescale B")
+        self.d, self.N = Lambda.shape
+        self.p = self.d
+
+    def __repr__(self):
+        return f"S4D(d={self.d}, N={self.N})"
+
+    def kernel(self, n: int) -> np.ndarray:
+        """``K[l, c] = 2 Re(sum_m C_cm A_bar_cm^l B_bar_cm)``, shape ``(n, d)``."""
+        n = _check_lags(n)
+        check_allocation("n", (n, self.d, self.N), "the powers A_bar^l", "use a smaller n", itemsize=16)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            powers = np.exp(np.arange(n)[:, None, None] * (self.dt[:, None] * self.Lambda)[None])
+            K = 2.0 * np.einsum("cm,lcm->lc", self.C * self.B_bar, powers).real
+        return _finite_or_raise(K, "the kernel overflows: B or C is too large; rescale them")
+
+    def forward(self, X) -> np.ndarray:
+        """The recurrence, all channels at once; shape ``(n, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, self.d), "the outputs", "use a shorter X")
+        h = np.zeros((self.d, self.N), dtype=complex)
+        Y = np.empty((n, self.d))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for t in range(n):
+                h = self.A_bar * h + self.B_bar * X[t][:, None]
+                Y[t] = 2.0 * np.sum(self.C * h, axis=1).real
+        return _finite_or_raise(Y, _scale_message("the state h_t"))
+
+    def convolution_forward(self, X) -> np.ndarray:
+        """``y^(c) = K^(c) * x^(c)`` (causal convolution by FFT of length ``2n``); shape ``(n, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        if n > MAX_LAGS:
+            raise ValueError(f"X has {n} tokens, more than the {MAX_LAGS} kernel taps computed here; use forward(X), "
+                             "the recurrence, or a shorter X")
+        K = self.kernel(n)
+        size = 1 << (2 * n - 1).bit_length()
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = np.fft.irfft(np.fft.rfft(K, size, axis=0) * np.fft.rfft(X, size, axis=0), size, axis=0)[:n]
+        return _finite_or_raise(Y, _scale_message("the convolution"))
+
+    def lag_operators(self, n: int) -> np.ndarray:
+        """``diag(K[l])``, shape ``(n, d, d)``."""
+        K = self.kernel(n)
+        check_allocation("n", (K.shape[0], self.d, self.d), "the lag operators", "use a smaller n")
+        out = np.zeros((K.shape[0], self.d, self.d))
+        idx = np.arange(self.d)
+        out[:, idx, idx] = K
+        return out
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[i, j] = diag(K[i - j])`` for ``j <= i``; shape ``(n, n, d, d)``."""
+        n = self._input(X).shape[0]
+        check_allocation("X", (n, n, self.d, self.d), "the operator W", _NO_OPERATOR)
+        return _toeplitz(self.lag_operators(n), n)
+
+
+class S5(_Layer):
+    """S5: one MIMO diagonal SSM shared by all channels, ZOH-discretised (Smith et al. 2023).
+
+    ``h_t = A_bar * h_{t-1} + B_bar x_t`` (``h`` in ``C^N``), ``y_t = Re(C h_t)``, with
+    ``A_bar = exp(dt Lambda)``, ``B_bar = diag((A_bar - 1) / Lambda) B``.
+
+    Parameters
+    ----------
+    Lambda : array, shape (N,), complex, ``Re Lambda < 0``
+    B : array, shape (N, d), real or complex
+    C : array, shape (p, N), real or complex
+    dt : float or array of shape (N,), ``> 0`` (S5 learns one step per state)
+
+    Notes
+    -----
+    Time-invariant: ``W_ij = K_{i-j} = Re(C diag(A_bar)^{i-j} B_bar)``, the
+    operator of a real :class:`~ssmheads.models.LinearSSM` (:meth:`as_linear_ssm`),
+    so Theorem 3.1 applies: interaction rank ``k(n)``, and ``k(n)`` heads.
+    No skip term ``D`` (add a :class:`~ssmheads.models.PositionwiseLinear` in a
+    :class:`Hybrid` if needed).
+    """
+
+    def __init__(self, Lambda, B, C, dt):
+        Lambda = _check_lambda(_complex_param("Lambda", Lambda, 1, "(N,)"))
+        check_nonempty("Lambda", Lambda, 0, "the state size N")
+        N = Lambda.shape[0]
+        B = _complex_param("B", B, 2, "(N, d)")
+        check_size("B", B, 0, N, "the state size N of Lambda")
+        check_nonempty("B", B, 1, "the token width d")
+        C = _complex_param("C", C, 2, "(p, N)")
+        check_size("C", C, 1, N, "the state size N of Lambda")
+        check_nonempty("C", C, 0, "the output width p")
+        if isinstance(dt, (int, float, np.integer, np.floating)) and not isinstance(dt, (bool, np.bool_)):
+            dt = np.full(N, _real_number("dt", dt, 0.0, low_open=True, what=" > 0"))
+        dt = _param("dt", dt, 1, f"({N},) or a float")
+        check_size("dt", dt, 0, N, "the state size N of Lambda")
+        if np.any(dt <= 0):
+            raise ValueError(f"dt must be positive (a step size); got min dt = {np.min(dt):.3g}")
+        self.Lambda, self.B, self.C, self.dt = Lambda, B, C, dt
+        self.A_bar, gain = _zoh(Lambda, dt, "dt")
+        self.B_bar = gain[:, None] * B
+        _finite_or_raise(self.B_bar, "B times the ZOH gain (exp(dt Lambda) - 1) / Lambda overflows; rescale B")
+        self.N, self.d, self.p = N, B.shape[1], C.shape[0]
+
+    def __repr__(self):
+        return f"S5(N={self.N}, d={self.d}, p={self.p})"
+
+    def forward(self, X) -> np.ndarray:
+        """The complex recurrence; shape ``(n, p)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, self.N), "the states h_t", "use a shorter X", itemsize=16)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            drive = X @ self.B_bar.T
+            H = np.empty((n, self.N), dtype=complex)
+            h = np.zeros(self.N, dtype=complex)
+            for t in range(n):
+                h = self.A_bar * h + drive[t]
+                H[t] = h
+            Y = (H @ self.C.T).real
+        return _finite_or_raise(Y, _scale_message("the state h_t"))
+
+    def lag_operators(self, n: int) -> np.ndarray:
+        """``K[l] = Re(C diag(A_bar)^l B_bar)``, shape ``(n, p, d)``."""
+        n = _check_lags(n)
+        check_allocation("n", (n, self.p, self.d), "the lags K", "use a smaller n", itemsize=16)
+        check_allocation("n", (n, self.N), "the powers A_bar^l", "use a smaller n", itemsize=16)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            powers = np.exp(np.arange(n)[:, None] * (self.dt * self.Lambda)[None])  # (n, N)
+            K = np.einsum("pm,lm,md->lpd", self.C, powers, self.B_bar).real
+        return _finite_or_raise(K, "the lags overflow: B or C is too large; rescale them")
+
+    def as_linear_ssm(self) -> LinearSSM:
+        """An equivalent real :class:`~ssmheads.models.LinearSSM` with state size ``2N``.
+
+        The complex state ``h = u + i v`` is stored as ``(u, v)``: each mode
+        ``a = alpha + i beta`` becomes the block ``[[alpha, -beta], [beta, alpha]]``,
+        ``B_real = [Re B_bar; Im B_bar]`` and ``C_real = [Re C, -Im C]`` (because
+        ``Re(C h) = Re C u - Im C v``). Its lags equal :meth:`lag_operators` exactly in
+        exact arithmetic; a conjugate pair of modes (or a real mode) gives a
+        realification with repeated eigenvalues, which does not change ``k(n)``.
+        """
+        N = self.N
+        A = np.zeros((2 * N, 2 * N))
+        idx = np.arange(N)
+        A[idx, idx] = A[N + idx, N + idx] = self.A_bar.real
+        A[idx, N + idx] = -self.A_bar.imag
+        A[N + idx, idx] = self.A_bar.imag
+        B = np.vstack([self.B_bar.real, self.B_bar.imag])
+        C = np.hstack([self.C.real, -self.C.imag])
+        return LinearSSM(A, B, C)
+
+    def heads_needed(self, n: int) -> int:
+        """``k(n)``: the heads Theorem 3.1 needs, the lag-span dimension of :meth:`as_linear_ssm`."""
+        n = check_positive_int("n", n)
+        ssm = self.as_linear_ssm()
+        return lag_span_dimension(ssm.A, ssm.B, ssm.C, n)
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[i, j] = K[i - j]`` for ``j <= i``; ``X`` only sets ``n``. Shape ``(n, n, p, d)``."""
+        n = self._input(X).shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return _toeplitz(self.lag_operators(n), n)
+
+
+# ----------------------------------------------------------------------------------------------
+# Selective SSMs
+
+
+class Mamba(_Layer):
+    """A simplified Mamba-1 selective scan (Gu & Dao 2023).
+
+    ``u_t = W_in x_t`` (``d_inner``), ``Delta_t = softplus(W_delta u_t)`` (``d_inner``),
+    ``B_t = W_B u_t``, ``C_t = W_C u_t`` (``N``), ``A = -exp(A_log)`` (``d_inner x N``);
+    per channel ``c``: ``h^c_t = exp(Delta^c_t A^c) * h^c_{t-1} + Delta^c_t B_t u^c_t``,
+    ``y^c_t = C_t^T h^c_t + D_c u^c_t``. Output ``(n, d_inner)``.
+
+    Parameters
+    ----------
+    W_in : array, shape (d_inner, d)
+    W_delta : array, shape (d_inner, d_inner)
+    W_B, W_C : arrays, shape (N, d_inner)
+    A_log : array, shape (d_inner, N)
+        ``A = -exp(A_log)``; entries above 709 overflow and are refused.
+    D : array, shape (d_inner,), optional (zero if omitted)
+
+    Notes
+    -----
+    Simplifications: no gate branch (``SiLU(z)`` multiplying the output), no
+    short causal convolution before the scan, no output projection, no bias of
+    ``Delta``, and ``B_bar = Delta B`` (Mamba's Euler step for ``B``, ZOH for ``A``).
+    **Operator.** Unrolling, ``y^c_t = sum_{s<=t} alpha^c_ts u^c_s + D_c u^c_t`` with
+    ``alpha^c_ts = C_t^T (exp(A^c sum_{r=s+1}^t Delta^c_r) * Delta^c_s B_s)``, the
+    per-channel "hidden attention" (Ali, Zimerman & Wolf 2024). With
+    ``u_s = W_in x_s``: ``W_ts(X) = diag_c(alpha^c_ts + D_c delta_ts) W_in``, whose
+    span lies in ``span{e_c e_c^T W_in}``: interaction rank ``<= d_inner``.
+    """
+
+    def __init__(self, W_in, W_delta, W_B, W_C, A_log, D=None):
+        W_in = _param("W_in", W_in, 2, "(d_inner, d)")
+        check_nonempty("W_in", W_in, 0, "the inner width d_inner")
+        check_nonempty("W_in", W_in, 1, "the token width d")
+        e = W_in.shape[0]
+        W_delta = _param("W_delta", W_delta, 2, "(d_inner, d_inner)")
+        check_size("W_delta", W_delta, 0, e, "the inner width d_inner of W_in")
+        check_size("W_delta", W_delta, 1, e, "the inner width d_inner of W_in")
+        W_B = _param("W_B", W_B, 2, "(N, d_inner)")
+        check_nonempty("W_B", W_B, 0, "the state size N")
+        check_size("W_B", W_B, 1, e, "the inner width d_inner of W_in")
+        W_C = _param("W_C", W_C, 2, "(N, d_inner)")
+        check_size("W_C", W_C, 0, W_B.shape[0], "the state size N of W_B")
+        check_size("W_C", W_C, 1, e, "the inner width d_inner of W_in")
+        A_log = _param("A_log", A_log, 2, "(d_inner, N)")
+        if A_log.shape != (e, W_B.shape[0]):
+            raise ValueError(f"A_log must have shape (d_inner, N) = {(e, W_B.shape[0])}; got {A_log.shape}")
+        if np.any(A_log > _LOG_MAX):
+            raise ValueError(f"A_log must be at most {_LOG_MAX:.0f}: A = -exp(A_log) overflows beyond it; got "
+                             f"max A_log = {np.max(A_log):.4g}")
+        D = np.zeros(e) if D is None else _param("D", D, 1, "(d_inner,)")
+        check_size("D", D, 0, e, "the inner width d_inner of W_in")
+        self.W_in, self.W_delta, self.W_B, self.W_C, self.A_log, self.D = W_in, W_delta, W_B, W_C, A_log, D
+        self.A = -np.exp(A_log)
+        self.d_inner, self.d = W_in.shape
+        self.N = W_B.shape[0]
+        self.p = self.d_inner
+
+    def __repr__(self):
+        return f"Mamba(d={self.d}, d_inner={self.d_inner}, N={self.N})"
+
+    def _projections(self, X):
+        with np.errstate(over="ignore", invalid="ignore"):
+            U = X @ self.W_in.T
+            Z = U @ self.W_delta.T
+            Delta = _softplus(Z)
+            Bt, Ct = U @ self.W_B.T, U @ self.W_C.T
+        for M, what in ((U, "u = W_in x"), (Delta, "Delta = softplus(W_delta u)"), (Bt, "B_t = W_B u"),
+                        (Ct, "C_t = W_C u")):
+            _finite_or_raise(M, _scale_message(what))
+        return U, Z, Delta, Bt, Ct
+
+    def forward(self, X) -> np.ndarray:
+        """The sequential selective scan; shape ``(n, d_inner)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, self.d_inner), "the outputs", "use a shorter X")
+        U, _, Delta, Bt, Ct = self._projections(X)
+        h = np.zeros((self.d_inner, self.N))
+        Y = np.empty((n, self.d_inner))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for t in range(n):
+                h = np.exp(Delta[t][:, None] * self.A) * h + (Delta[t] * U[t])[:, None] * Bt[t][None, :]
+                Y[t] = h @ Ct[t] + self.D * U[t]
+        return _finite_or_raise(Y, _scale_message("the state h_t"))
+
+    def coefficients(self, X) -> np.ndarray:
+        """The hidden attention ``alpha[c, t, s]`` (zero for ``s > t``, without ``D``), shape ``(d_inner, n, n)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (self.d_inner, n, n, self.N), "the decays of every channel, pair and state",
+                         _NO_OPERATOR)
+        _, _, Delta, Bt, Ct = self._projections(X)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            seg = _segsum(Delta.T)  # (d_inner, t, s): sum_{r=s+1}^t Delta_r, -inf for s > t
+            causal = np.isfinite(seg)
+            seg = np.where(causal, seg, 0.0)
+            decay = np.exp(seg[..., None] * self.A[:, None, None, :]) * causal[..., None]  # (c, t, s, N)
+            alpha = np.einsum("ctsm,tm,sm,sc->cts", decay, Ct, Bt, Delta)
+        return _finite_or_raise(alpha, _scale_message("a hidden-attention weight"))
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[t, s] = diag_c(alpha^c_ts + D_c delta_ts) W_in``; shape ``(n, n, d_inner, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n, self.d_inner, self.d), "the operator W", _NO_OPERATOR)
+        alpha = self.coefficients(X)
+        idx = np.arange(n)
+        alpha[:, idx, idx] += self.D[:, None]
+        return np.einsum("cts,cd->tscd", alpha, self.W_in)
+
+    def jacobian(self, X) -> np.ndarray:
+        """The full Jacobian ``J[t, s] = dy_t / dx_s`` (through ``Delta``, ``B``, ``C`` too), shape ``(n, n, d_inner, d)``.
+
+        Forward-mode: the tangents of the scan for all ``n d`` input directions at
+        once, ``dh_t = d(A_bar_t) * h_{t-1} + A_bar_t * dh_{t-1} + d(B_bar_t u_t)``. Exact
+        to rounding (checked against finite differences in the tests).
+        """
+        X = self._input(X)
+        n = X.shape[0]
+        m = n * self.d
+        check_allocation("X", (m, self.d_inner, self.N), "the state tangents", "use a shorter X")
+        check_allocation("X", (n, n, self.d_inner, self.d), "the Jacobian", "use a shorter X")
+        work = float(n) * m * self.d_inner * self.N
+        if work > MAX_JACOBIAN_WORK:
+            raise ValueError(f"X of length {n} would make the Jacobian's scan update {work:.2e} tangent entries "
+                             f"(n^2 d d_inner N), above the limit of {MAX_JACOBIAN_WORK:.0e} (about 10 s here); "
+                             "use a shorter X")
+        U, Z, Delta, Bt, Ct = self._projections(X)
+        A = self.A
+        # direction (s, k): dx_s = e_k. du_t is nonzero only at t = s: W_in[:, k].
+        dU_at = self.W_in.T  # (d, d_inner): du for direction k at its own token
+        sig = _sigmoid(Z)  # (n, d_inner)
+        J = np.zeros((n, n, self.d_inner, self.d))
+        h = np.zeros((self.d_inner, self.N))
+        dh = np.zeros((n, self.d, self.d_inner, self.N))  # tangents for all directions (s, k)
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for t in range(n):
+                # tangents of the step-t quantities: only directions with s = t are nonzero
+                du = dU_at  # (d, d_inner)
+                dDelta = sig[t][None, :] * (du @ self.W_delta.T)  # (d, d_inner)
+                dB = du @ self.W_B.T  # (d, N)
+                dC = du @ self.W_C.T  # (d, N)
+                a = np.exp(Delta[t][:, None] * A)  # (d_inner, N)
+                # every direction: decay the tangent
+                dh = a[None, None] * dh
+                # directions s = t: add the derivative of a (times h_{t-1}) and of the input term
+                da = a[None] * dDelta[:, :, None] * A[None]  # (d, d_inner, N)
+                db = (dDelta * U[t][None, :])[:, :, None] * Bt[t][None, None, :] \
+                    + (Delta[t] * U[t])[None, :, None] * dB[:, None, :] \
+                    + (Delta[t][None, :] * du)[:, :, None] * Bt[t][None, None, :]
+                dh[t] += da * h[None] + db
+                h = a * h + (Delta[t] * U[t])[:, None] * Bt[t][None, :]
+                dy = np.einsum("skcm,m->skc", dh, Ct[t])  # (n, d, d_inner)
+                dy[t] += (dC @ h.T) + self.D[None, :] * du  # dC_t . h_t and D du_t
+                J[t] = dy.transpose(0, 2, 1)
+        return _finite_or_raise(J, _scale_message("the Jacobian"))
+
+
+class Mamba2(_Layer):
+    """The Mamba-2 SSD layer with a scalar-times-identity transition per head (Dao & Gu 2024).
+
+    ``u_t = W_in x_t`` split into ``heads`` heads of size ``P = d_inner / heads``;
+    ``a^h_t = exp(-softplus(w_a[h] . x_t))`` in ``(0, 1)``; ``B_t = W_B x_t``,
+    ``C_t = W_C x_t`` (``N``, shared by the heads); per head
+    ``H^h_t = a^h_t H^h_{t-1} + B_t (u^h_t)^T`` (``N x P``), ``y^h_t = (H^h_t)^T C_t``,
+    ``y_t = W_out concat_h(y^h_t)``.
+
+    Parameters
+    ----------
+    W_in : array, shape (d_inner, d)
+    W_out : array, shape (p, d_inner)
+    w_a : array, shape (heads, d)
+    W_B, W_C : arrays, shape (N, d)
+    heads : int, dividing ``d_inner``
+
+    Notes
+    -----
+    ``a_t = exp(-softplus(.))`` is ``exp(Delta_t A)`` with ``A = -1`` and
+    ``Delta_t = softplus(w_a . x_t)``; the ``Delta`` that Mamba-2 puts on ``B`` is
+    absorbed into ``B_t``; no gate, no short convolution, no normalisation.
+    **Operator.** Unrolling, ``y^h_t = sum_{s<=t} L^h_ts (C_t^T B_s) u^h_s`` with
+    ``L^h_ts = prod_{r=s+1}^t a^h_r``, so
+    ``W_ts(X) = sum_h L^h_ts (C_t^T B_s) W_out^h W_in^h``: each head one scalar
+    times one matrix, rank 1 whatever ``N``; ``heads`` heads give rank ``<= heads``.
+    """
+
+    def __init__(self, W_in, W_out, w_a, W_B, W_C, heads):
+        W_in = _param("W_in", W_in, 2, "(d_inner, d)")
+        check_nonempty("W_in", W_in, 0, "the inner width d_inner")
+        check_nonempty("W_in", W_in, 1, "the token width d")
+        e, d = W_in.shape
+        W_out = _param("W_out", W_out, 2, "(p, d_inner)")
+        check_nonempty("W_out", W_out, 0, "the output width p")
+        check_size("W_out", W_out, 1, e, "the inner width d_inner of W_in")
+        heads = check_positive_int("heads", heads)
+        if e % heads:
+            raise ValueError(f"heads must divide the inner width d_inner = {e} of W_in; got heads = {heads}")
+        w_a = _param("w_a", w_a, 2, "(heads, d)")
+        check_size("w_a", w_a, 0, heads, "the number of heads")
+        check_size("w_a", w_a, 1, d, "the token width d of W_in")
+        W_B = _param("W_B", W_B, 2, "(N, d)")
+        check_nonempty("W_B", W_B, 0, "the state size N")
+        check_size("W_B", W_B, 1, d, "the token width d of W_in")
+        W_C = _param("W_C", W_C, 2, "(N, d)")
+        check_size("W_C", W_C, 0, W_B.shape[0], "the state size N of W_B")
+        check_size("W_C", W_C, 1, d, "the token width d of W_in")
+        self.W_in, self.W_out, self.w_a, self.W_B, self.W_C = W_in, W_out, w_a, W_B, W_C
+        self.heads, self.d_inner, self.d = heads, e, d
+        self.P, self.N, self.p = e // heads, W_B.shape[0], W_out.shape[0]
+
+    def __repr__(self):
+        return f"Mamba2(d={self.d}, p={self.p}, d_inner={self.d_inner}, heads={self.heads}, N={self.N})"
+
+    def _projections(self, X):
+        with np.errstate(over="ignore", invalid="ignore"):
+            U = X @ self.W_in.T
+            log_a = -_softplus(X @ self.w_a.T)  # (n, heads), <= 0
+            Bt, Ct = X @ self.W_B.T, X @ self.W_C.T
+        for M, what in ((U, "u = W_in x"), (log_a, "log a = -softplus(w_a x)"), (Bt, "B_t = W_B x"),
+                        (Ct, "C_t = W_C x")):
+            _finite_or_raise(M, _scale_message(what))
+        return U.reshape(-1, self.heads, self.P), log_a, Bt, Ct
+
+    def _out(self, Yh):
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = Yh.reshape(Yh.shape[0], self.d_inner) @ self.W_out.T
+        return _finite_or_raise(Y, _scale_message("the output"))
+
+    def forward(self, X) -> np.ndarray:
+        """The recurrence, one ``N x P`` state per head; shape ``(n, p)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, self.d_inner), "the head outputs", "use a shorter X")
+        U, log_a, Bt, Ct = self._projections(X)
+        a = np.exp(log_a)
+        H = np.zeros((self.heads, self.N, self.P))
+        Yh = np.empty((n, self.heads, self.P))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for t in range(n):
+                H = a[t][:, None, None] * H + Bt[t][None, :, None] * U[t][:, None, :]
+                Yh[t] = np.einsum("hmp,m->hp", H, Ct[t])
+        return self._out(Yh)
+
+    def ssd_forward(self, X, chunk: int) -> np.ndarray:
+        """The chunked SSD algorithm (Dao & Gu 2024, section 6; ``ssd_minimal``); shape ``(n, p)``.
+
+        Per chunk: the quadratic (attention-like) form ``(L * C B^T) U`` inside it,
+        plus the state carried in, ``exp(cumsum log a) C^T H``; the chunk's final
+        state ``H <- exp(sum log a) H + sum_s exp(sum_{r>s} log a_r) B_s u_s^T``
+        is passed to the next chunk.
+        """
+        X = self._input(X)
+        chunk = check_positive_int("chunk", chunk)
+        n = X.shape[0]
+        c = min(chunk, n)
+        check_allocation("chunk", (self.heads, c, c), "the within-chunk decays", "use a smaller chunk")
+        U, log_a, Bt, Ct = self._projections(X)
+        H = np.zeros((self.heads, self.N, self.P))
+        Yh = np.empty((n, self.heads, self.P))
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            for a0 in range(0, n, c):
+                b0 = min(a0 + c, n)
+                la = log_a[a0:b0].T  # (heads, m)
+                L = np.exp(_segsum(la))  # (heads, t, s)
+                CB = Ct[a0:b0] @ Bt[a0:b0].T  # (t, s)
+                y_diag = np.einsum("hts,ts,shp->thp", L, CB, U[a0:b0])
+                cum = np.cumsum(la, axis=1)  # (heads, m): sum_{r<=t} log a_r within the chunk
+                y_off = np.einsum("ht,tm,hmp->thp", np.exp(cum), Ct[a0:b0], H)
+                Yh[a0:b0] = y_diag + y_off
+                to_end = np.exp(cum[:, -1:] - cum)  # (heads, m): prod_{r=s+1}^{end} a_r
+                H = np.exp(cum[:, -1])[:, None, None] * H + np.einsum("hs,sm,shp->hmp", to_end, Bt[a0:b0],
+                                                                      U[a0:b0])
+        return self._out(Yh)
+
+    def coefficients(self, X) -> np.ndarray:
+        """``alpha[h, t, s] = L^h_ts C_t^T B_s`` (zero for ``s > t``), shape ``(heads, n, n)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (self.heads, n, n), "the weights alpha", _NO_OPERATOR)
+        _, log_a, Bt, Ct = self._projections(X)
+        with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+            alpha = np.exp(_segsum(log_a.T)) * (Ct @ Bt.T)[None]
+        return _finite_or_raise(alpha, _scale_message("a weight L C^T B"))
+
+    def value_maps(self) -> np.ndarray:
+        """``V_h = W_out^h W_in^h`` (``W_out`` columns and ``W_in`` rows of head ``h``), shape ``(heads, p, d)``."""
+        Wo = self.W_out.reshape(self.p, self.heads, self.P)
+        Wi = self.W_in.reshape(self.heads, self.P, self.d)
+        return np.einsum("phq,hqd->hpd", Wo, Wi)
+
+    def interaction(self, X) -> np.ndarray:
+        """``W[t, s] = sum_h alpha^h_ts V_h``; shape ``(n, n, p, d)``."""
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        return np.einsum("hts,hpd->tspd", self.coefficients(X), self.value_maps())
+
+
+# ----------------------------------------------------------------------------------------------
+# Stacks
+
+
+class Hybrid(_Layer):
+    """A stack of layers, e.g. an SSM layer then an attention layer: ``forward`` is the composition.
+
+    Parameters
+    ----------
+    layers : sequence of layers
+        Each with ``d``, ``p``, ``forward`` and ``interaction`` (any layer of
+        :mod:`ssmheads.models` or of this module); the ``p`` of each must equal the
+        ``d`` of the next.
+
+    Notes
+    -----
+    With ``Y^0 = X`` and ``Y^k = layer_k(Y^{k-1}) = W^k(Y^{k-1}) Y^{k-1}``,
+    substituting gives ``y_t = sum_s [sum_r W^2_tr(Y^1) W^1_rs(X)] x_s`` for two
+    layers, so :meth:`interaction` returns the product
+    ``W(X) = W^L(Y^{L-1}) ... W^1(X)`` of the layers' own operators, each
+    evaluated at the input it sees. It is an exact interaction form
+    (``forward(X) = W(X) X``), but one of many (Remark 1 of Chapter 1): it is the
+    one that the layers' natural forms define, not a canonical operator of the
+    function, and not its Jacobian (the Jacobian also differentiates ``W^k``). Its
+    span can exceed each layer's: products ``V^2_a V^1_b`` of the layers' value
+    maps appear.
+    """
+
+    def __init__(self, layers):
+        if isinstance(layers, (str, bytes)) or not hasattr(layers, "__len__"):
+            raise ValueError(f"layers must be a list of layers; got {type(layers).__name__}")
+        layers = list(layers)
+        if not layers:
+            raise ValueError("layers must contain at least one layer; got an empty list")
+        for k, layer in enumerate(layers):
+            for attr in ("d", "p", "forward", "interaction"):
+                if not hasattr(layer, attr):
+                    raise ValueError(f"layers[{k}] must be a layer with d, p, forward and interaction; got "
+                                     f"{type(layer).__name__} without {attr!r}")
+            if k and layer.d != layers[k - 1].p:
+                raise ValueError(f"layers[{k}] takes tokens of width d = {layer.d}, but layers[{k - 1}] outputs "
+                                 f"width p = {layers[k - 1].p}; the widths must chain")
+        self.layers = tuple(layers)
+        self.d, self.p = layers[0].d, layers[-1].p
+
+    def __repr__(self):
+        return "Hybrid([" + ", ".join(repr(layer) for layer in self.layers) + "])"
+
+    def forward(self, X) -> np.ndarray:
+        """``layer_L(... layer_1(X))``; shape ``(n, p)``."""
+        Y = self._input(X)
+        for layer in self.layers:
+            Y = layer.forward(Y)
+        return Y
+
+    def interaction(self, X) -> np.ndarray:
+        """``W = W^L(Y^{L-1}) ... W^1(X)`` (block-matrix product over the middle tokens); shape ``(n, n, p, d)``."""
+        Y = self._input(X)
+        n = Y.shape[0]
+        for layer in self.layers:
+            check_allocation("X", (n, n, layer.p, layer.d), "a layer's operator", _NO_OPERATOR)
+        W = None
+        for layer in self.layers:
+            Wk = layer.interaction(Y)
+            if W is None:
+                W = Wk
+            else:
+                q = Wk.shape[3]
+                left = Wk.transpose(0, 2, 1, 3).reshape(n * layer.p, n * q)
+                right = W.transpose(0, 2, 1, 3).reshape(n * q, n * self.d)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    W = (left @ right).reshape(n, layer.p, n, self.d).transpose(0, 2, 1, 3)
+                _finite_or_raise(W, _scale_message("the composed operator"))
+            Y = layer.forward(Y)
+        return np.ascontiguousarray(W)
+
+
+# ----------------------------------------------------------------------------------------------
+# The summary table
+
+
+@dataclasses.dataclass(frozen=True)
+class RankRow:
+    """One row of :func:`rank_table`.
+
+    Attributes
+    ----------
+    architecture : str
+    rank : int
+        Interaction rank: dimension of the span of all blocks ``W_ij(X)`` over the
+        table's random inputs (:func:`~ssmheads.span.interaction_rank`).
+    heads : int or None
+        For a time-invariant layer, the heads Theorem 3.1 needs (the dimension of
+        its lag span ``k(n)``); ``None`` for input-dependent layers.
+    gradient_ratio : float
+        ``||dy_n / dx_1|| / ||dy_n / dx_n||`` (Frobenius) on the table's first input:
+        how much gradient crosses the whole sequence relative to the local one.
+    cost : str
+        Forward cost per token of the layer's forms, as ``O(.)`` (a label, not a
+        measurement).
+    forms : str
+        The forms compared (``interaction`` is ``apply_interaction(interaction(X), X)``).
+    gap : float
+        Largest relative gap (:func:`~ssmheads.numerics.relative_gap`) between
+        ``forward`` and every other form, over the table's inputs.
+    """
+
+    architecture: str
+    rank: int
+    heads: int | None
+    gradient_ratio: float
+    cost: str
+    forms: str
+    gap: float
+
+
+@dataclasses.dataclass(frozen=True)
+class RankTable:
+    """The rows of :func:`rank_table`; ``str()`` and :meth:`to_markdown` print it with fixed precision."""
+
+    n: int
+    seed: int
+    rows: tuple
+
+    def to_markdown(self) -> str:
+        """A Markdown table; the ratio with 2 significant digits, the gap as a power-of-ten bound."""
+        lines = ["| architecture | interaction rank | heads (LTI, k(n)) | grad ratio y_n/x_1 : y_n/x_n | "
+                 "cost per token | forms that agree | max gap |",
+                 "|---|---|---|---|---|---|---|"]
+        for r in self.rows:
+            heads = "—" if r.heads is None else str(r.heads)
+            gap = "0" if r.gap == 0 else f"< 1e{math.ceil(math.log10(r.gap)) if r.gap > 0 else 0}"
+            if r.gap > 0 and 10.0 ** math.ceil(math.log10(r.gap)) == r.gap:
+                gap = f"<= 1e{int(math.log10(r.gap))}"
+            lines.append(f"| {r.architecture} | {r.rank} | {heads} | {r.gradient_ratio:.2g} | {r.cost} | "
+                         f"{r.forms} | {gap} |")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def _gradient_ratio(layer, X):
+    """``||dy_n/dx_0|| / ||dy_n/dx_n||``: the last output row of the Jacobian (exact or central differences)."""
+    if hasattr(layer, "jacobian"):
+        row = layer.jacobian(X)[-1]
+    else:
+        eps = 1e-6
+        n, d = X.shape
+        row = np.empty((n, layer.p, d))
+        for j in range(n):
+            for c in range(d):
+                step = np.zeros_like(X)
+                step[j, c] = eps
+                row[j, :, c] = (layer.forward(X + step)[-1] - layer.forward(X - step)[-1]) / (2 * eps)
+    local = float(np.linalg.norm(row[-1]))
+    return float(np.linalg.norm(row[0])) / local if local > 0 else float("inf")
+
+
+def _rank_layers(rng, d):
+    """The table's layers: ``(name, layer, heads function or None, cost, alternative forms)``."""
+    g = rng.standard_normal
+    e, N = d, 4
+    dk = 4
+
+    def att():
+        return g((dk, d)) / np.sqrt(d), g((dk, d)) / np.sqrt(d), g((d, d)) / np.sqrt(d)
+
+    lam = -np.exp(g(N // 2)) + 1j * np.pi * rng.uniform(0.1, 1.0, N // 2)
+    s5 = S5(np.concatenate([lam, lam.conj()]), g((N, d)) + 0j, g((d, N)) + 0j, 0.5)
+    s4d = S4D(-np.exp(g((d, N))) + 1j * g((d, N)), g((d, N)), g((d, N)) + 1j * g((d, N)),
+              np.exp(g(d) - 1.0))
+    conv = Convolution(g((3, d, d)))
+    pos = PositionwiseLinear(g((d, d)))
+    mha = MultiHeadAttention(g((2, dk, d)), g((2, dk, d)), g((2, 2, d)), g((2, d, 2)))
+    mamba = Mamba(g((e, d)), g((e, e)), g((N, e)), g((N, e)), g((e, N)) * 0.5, g(e))
+
+    def ssd(heads):
+        return Mamba2(g((6, d)), g((d, 6)), g((heads, d)), g((N, d)), g((N, d)), heads)
+
+    hyb = Hybrid([S4D(-np.exp(g((2, N))) + 1j * g((2, N)), g((2, N)), g((2, N)), np.ones(2)),
+                  MultiHeadAttention(g((2, dk, 2)), g((2, dk, 2)), g((2, 2, 2)), g((2, 2, 2)))])
+
+    def lags_rank(layer):
+        return lambda n: interaction_rank(layer.lag_operators(n))
+
+    def conv_heads(n):
+        return interaction_rank(conv.kernel[:n])
+
+    ssd1, ssd3 = ssd(1), ssd(3)
+    la = LinearAttention(*att())
+    ret = Retention(*att(), gamma=0.9, theta=0.3)
+    return [
+        ("position-wise linear", pos, lambda n: 1, "O(pd)", {}),
+        ("causal convolution, 3 taps", conv, conv_heads, "O(w pd)", {}),
+        ("LTI SSM (S5, MIMO)", s5, s5.heads_needed, "O(N(d+p)) recurrent",
+         {"as LinearSSM": s5.as_linear_ssm().forward}),
+        ("S4D (SISO per channel)", s4d, lags_rank(s4d), "O(dN) recurrent, O(d log n) FFT",
+         {"convolution": s4d.convolution_forward}),
+        ("linear attention", la, None, "O(d_k p) recurrent", {"recurrent": la.recurrent_forward}),
+        ("retention (RetNet)", ret, None, "O(d_k p) recurrent, O(n d_k) parallel",
+         {"recurrent": ret.recurrent_forward, "chunkwise(5)": lambda X: ret.chunkwise_forward(X, 5)}),
+        ("ALiBi softmax head", ALiBiAttention(*att(), slope=0.5), None, "O(n d_k)", {}),
+        ("RoPE softmax head", RoPEAttention(*att()), None, "O(n d_k)", {}),
+        ("softmax MHA, 2 heads", mha, None, "O(n H d_k)", {}),
+        ("Mamba-1 selective scan", mamba, None, "O(d_inner N) recurrent", {}),
+        ("Mamba-2 SSD, 1 head", ssd1, None, "O(N d_inner) recurrent, O(c N) chunked",
+         {"ssd(5)": lambda X: ssd1.ssd_forward(X, 5)}),
+        ("Mamba-2 SSD, 3 heads", ssd3, None, "O(N d_inner) recurrent, O(c N) chunked",
+         {"ssd(5)": lambda X: ssd3.ssd_forward(X, 5)}),
+        ("hybrid: S4D then 2-head MHA", hyb, None, "sum of its layers'", {}),
+    ]
+
+
+def rank_table(n: int = 16, seed: int = 0, inputs: int = 3) -> RankTable:
+    """The summary table of Chapter 5, every number computed.
+
+    One row per architecture (position-wise linear, convolution, S5, S4D, linear
+    attention, retention, ALiBi, RoPE, softmax multi-head attention, Mamba-1,
+    Mamba-2 with one and three heads, a hybrid), each a random instance drawn
+    from ``seed`` with token width 4 (2 for the hybrid). See :class:`RankRow` for
+    the columns.
+
+    Parameters
+    ----------
+    n : int
+        Sequence length, ``2 <= n <= 128`` (the table builds ``inputs`` operators per row).
+    seed : int
+        Seed of the weights and of the random inputs.
+    inputs : int
+        Number of random inputs over which the span is taken, ``1 <= inputs <= 8``.
+
+    Returns
+    -------
+    RankTable
+        ``.rows`` a tuple of :class:`RankRow`; ``str(table)`` (or ``.to_markdown()``)
+        the table with fixed precision.
+    """
+    n = check_positive_int("n", n, minimum=2)
+    if n > 128:
+        raise ValueError(f"n must be at most 128 for rank_table (it builds several n x n operators and "
+                         f"Jacobians per row); got n = {n}")
+    seed = check_seed(seed)
+    inputs = check_positive_int("inputs", inputs)
+    if inputs > 8:
+        raise ValueError(f"inputs must be at most 8; got {inputs}")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, layer, heads_fn, cost, alternatives in _rank_layers(rng, 4):
+        Xs = [rng.standard_normal((n, layer.d)) for _ in range(inputs)]
+        blocks, gap = [], 0.0
+        for X in Xs:
+            W = layer.interaction(X)
+            blocks.append(W.reshape(n * n, layer.p, layer.d))
+            ref = layer.forward(X)
+            gap = max(gap, relative_gap(apply_interaction(W, X), ref))
+            for form in alternatives.values():
+                gap = max(gap, relative_gap(form(X), ref))
+        rank = interaction_rank(np.concatenate(blocks))
+        rows.append(RankRow(name, rank, None if heads_fn is None else int(heads_fn(n)),
+                            _gradient_ratio(layer, Xs[0]), cost,
+                            ", ".join(["forward", "interaction"] + list(alternatives)), gap))
+    return RankTable(n, seed, tuple(rows))
