@@ -224,7 +224,7 @@ class LinearAttention(_Layer):
     def _normaliser_check(self, Z):
         if not (np.all(np.isfinite(Z)) and np.all(Z > 0)):
             raise ValueError("X is out of range for linear attention: the normaliser sum_m phi(q_i)^T phi(k_m) "
-                             "underflows to 0 or overflows (queries or keys beyond about +-700); rescale X")
+                             "underflows to 0 or overflows (queries or keys beyond about +-700); rescale X, or W_Q and W_K")
 
     def coefficients(self, X) -> np.ndarray:
         """The weights ``alpha[i, j]`` (rows sum to 1, zero above the diagonal), shape ``(n, n)``."""
