@@ -64,7 +64,7 @@ def architecture_explorer_figure(architecture: str = "Mamba", n: int = 16, seed:
     Parameters
     ----------
     architecture : str
-        One of :data:`ARCHITECTURE_NAMES`.
+        One of ``ARCHITECTURE_NAMES`` (this module).
     n : int
         Sequence length, ``1 <= n <= MAX_N`` (64).
     seed : int
