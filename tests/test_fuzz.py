@@ -456,11 +456,7 @@ CASES = _cases()
 
 # Known defects: (target, parameter, mutation) -> "owner file: the fix". Each runs as
 # xfail(strict=True), so a fixed defect fails until its entry is removed.
-KNOWN: dict = {
-    ("architecture_gallery", "d", "huge"): "lib/ssmheads/widgets/ch5.py: architecture_gallery draws weights of "
-    "size about d x d before any size check (MemoryError at d = 10**7); bound d (or check_allocation on the "
-    "weights) with a ValueError naming d",
-}
+KNOWN: dict = {}
 
 
 # ----------------------------------------------------------------------------------------------

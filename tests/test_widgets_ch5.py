@@ -84,6 +84,8 @@ def test_bad_arguments_are_named():
         architecture_explorer_figure("Mamba", seed=-1)
     with pytest.raises(ValueError, match="d"):
         architecture_gallery(d=0)
+    with pytest.raises(ValueError, match="d must be at most 64"):
+        architecture_gallery(d=10**7)
 
 
 def test_n_equal_one_draws():

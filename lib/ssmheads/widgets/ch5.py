@@ -12,6 +12,9 @@ from ._common import _explorer
 #: Largest ``n`` of :func:`architecture_explorer_figure` (the heatmaps draw ``n x n`` blocks).
 MAX_N = 64
 
+#: Largest token width ``d`` of :func:`architecture_gallery` (a figure helper: the weights are ``d x d``).
+MAX_D = 64
+
 #: The architectures of :func:`architecture_gallery`, in the order of Chapter 5.
 ARCHITECTURE_NAMES = ("linear attention", "retention", "ALiBi head", "RoPE head", "S4D", "S5",
                       "Mamba", "Mamba-2, 1 head", "Mamba-2, 2 heads", "hybrid (Mamba, then RoPE)")
@@ -28,6 +31,8 @@ def architecture_gallery(d: int = 2, seed: int = 0) -> dict:
     from .. import architectures as arch
 
     d = check_positive_int("d", d)
+    if d > MAX_D:
+        raise ValueError(f"d must be at most {MAX_D} for this gallery of small example layers; got {d}")
     rng = np.random.default_rng(check_seed(seed))
     g = lambda *shape: rng.standard_normal(shape) / np.sqrt(shape[-1])  # noqa: E731
     N, dk, d_inner = 4, 2, 2 * d
