@@ -150,6 +150,21 @@ def test_library_retention_is_switched_off():
     arch.Retention(eye[:2], eye[:2], eye, 0.9).recurrent_forward(np.ones((4, 3)))
 
 
+@pytest.mark.skipif(not HAVE_ARCH, reason="ssmheads.architectures not present yet")
+@pytest.mark.parametrize("method", ["interaction", "coefficients"])
+def test_library_rope_is_switched_off(method):
+    from ssmheads import architectures as arch
+
+    def via_library(W_Q, W_K, W_V, X, base):
+        layer = arch.RoPEAttention(W_Q, W_K, W_V, base=base)
+        if method == "interaction":
+            return layer.interaction(X)
+        return layer.coefficients(X)[:, :, None, None] * W_V
+
+    result = check_rope_operator(via_library)
+    assert result.status == FAILED and "write it yourself" in result.message, str(result)
+
+
 def test_methods_off_restores_on_error():
     import ssmheads.exercises.ch5 as ch5
     before = ch5._rotate.__code__

@@ -19,10 +19,12 @@ from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _run, _wr
 
 # (module, dotted name) of the library routines that would compute the answers.
 RETENTION_ROUTINES = (("architectures", "Retention.forward"), ("architectures", "Retention.recurrent_forward"),
-                      ("architectures", "Retention.chunkwise_forward"), ("architectures", "Retention.interaction"))
-ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "RoPEAttention.interaction"))
+                      ("architectures", "Retention.chunkwise_forward"), ("architectures", "Retention.interaction"),
+                      ("architectures", "Retention.coefficients"))
+ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "RoPEAttention.interaction"),
+                 ("architectures", "RoPEAttention.coefficients"))
 SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.ssd_forward"),
-                ("architectures", "Mamba2.interaction"))
+                ("architectures", "Mamba2.interaction"), ("architectures", "Mamba2.coefficients"))
 
 
 def _resolve(module: str, dotted: str):
