@@ -651,7 +651,7 @@ class S5(_Layer):
     -----
     Time-invariant: ``W_ij = K_{i-j} = Re(C diag(A_bar)^{i-j} B_bar)``, the
     operator of a real :class:`~ssmheads.models.LinearSSM` (:meth:`as_linear_ssm`),
-    so Theorem 3.1 applies: interaction rank ``k(n)``, and ``k(n)`` heads.
+    so the head-count theorem (Theorem 3.1) applies: interaction rank ``k(n)``, and ``k(n)`` heads.
     No skip term ``D`` (add a :class:`~ssmheads.models.PositionwiseLinear` in a
     :class:`Hybrid` if needed).
     """
@@ -727,7 +727,7 @@ class S5(_Layer):
         return LinearSSM(A, B, C)
 
     def heads_needed(self, n: int) -> int:
-        """``k(n)``: the heads Theorem 3.1 needs, the lag-span dimension of :meth:`as_linear_ssm`."""
+        """``k(n)``: the heads the head-count theorem (Theorem 3.1) needs, the lag-span dimension of :meth:`as_linear_ssm`."""
         n = check_positive_int("n", n)
         ssm = self.as_linear_ssm()
         return lag_span_dimension(ssm.A, ssm.B, ssm.C, n)
@@ -1062,8 +1062,8 @@ class Hybrid(_Layer):
     layers, so :meth:`interaction` returns the product
     ``W(X) = W^L(Y^{L-1}) ... W^1(X)`` of the layers' own operators, each
     evaluated at the input it sees. It is an exact interaction form
-    (``forward(X) = W(X) X``), but one of many (Remark 1 of Chapter 1): it is the
-    one that the layers' natural forms define, not a canonical operator of the
+    (``forward(X) = W(X) X``), but one of many (every map with F(0) = 0 has an
+    interaction form, Proposition 1.1): it is the one that the layers' natural forms define, not a canonical operator of the
     function, and not its Jacobian (the Jacobian also differentiates ``W^k``). Its
     span can exceed each layer's: products ``V^2_a V^1_b`` of the layers' value
     maps appear.
@@ -1133,7 +1133,7 @@ class RankRow:
         Interaction rank: dimension of the span of all blocks ``W_ij(X)`` over the
         table's random inputs (:func:`~ssmheads.span.interaction_rank`).
     heads : int or None
-        For a time-invariant layer, the heads Theorem 3.1 needs (the dimension of
+        For a time-invariant layer, the heads the head-count theorem (Theorem 3.1) needs (the dimension of
         its lag span ``k(n)``); ``None`` for input-dependent layers.
     gradient_ratio : float
         ``||dy_n / dx_1|| / ||dy_n / dx_n||`` (Frobenius) on the table's first input:
