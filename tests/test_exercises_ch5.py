@@ -173,3 +173,66 @@ def test_methods_off_restores_on_error():
             ch5._rotate(np.ones((2, 2)), 10.0)
     assert ch5._rotate.__code__ is before
     ch5._rotate(np.ones((2, 2)), 10.0)
+
+
+# ------------------------------------------------------------ the library's private helpers are off too
+def _via_decay(Q, K, V, gamma):
+    from ssmheads import architectures as arch
+    eye = np.eye(Q.shape[1])
+    D = arch.Retention(eye, eye, eye, gamma)._decay(Q.shape[0])
+    return (D * (Q @ K.T)) @ V
+
+
+def _via_operator_from_scalar(Q, K, V, gamma):
+    from ssmheads import architectures as arch
+    n = Q.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    D = np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)
+    W = arch._operator_from_scalar(D * (Q @ K.T), np.eye(V.shape[1]))
+    return np.einsum("ijab,jb->ia", W, V)
+
+
+def _via_scores(W_Q, W_K, W_V, X, base):
+    from ssmheads import architectures as arch
+    S = arch.RoPEAttention(W_Q, W_K, W_V, base=base)._scores(X)
+    S = np.where(np.tril(np.ones(S.shape, bool)), S, -np.inf)
+    a = np.exp(S - S.max(axis=1, keepdims=True))
+    return (a / a.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
+
+
+def _via_causal_softmax(W_Q, W_K, W_V, X, base):
+    from ssmheads import architectures as arch
+    n, dk = X.shape[0], W_Q.shape[0]
+    ang = np.arange(n)[:, None] * base ** (-2.0 * np.arange(dk // 2) / dk)
+    def rot(Z):
+        out = np.empty_like(Z)
+        out[:, 0::2] = np.cos(ang) * Z[:, 0::2] - np.sin(ang) * Z[:, 1::2]
+        out[:, 1::2] = np.sin(ang) * Z[:, 0::2] + np.cos(ang) * Z[:, 1::2]
+        return out
+    S = rot(X @ W_Q.T) @ rot(X @ W_K.T).T / np.sqrt(dk)
+    return arch._causal_softmax(S)[:, :, None, None] * W_V
+
+
+def _via_segsum(a, B, C, V):
+    from ssmheads import architectures as arch
+    L = np.exp(arch._segsum(np.log(a)))
+    return np.einsum("hts,ts,hpd->tspd", L, C @ B.T, V)
+
+
+@pytest.mark.skipif(not HAVE_ARCH, reason="ssmheads.architectures not present yet")
+@pytest.mark.parametrize("check,answer", [(check_retention_recurrent, _via_decay),
+                                          (check_retention_recurrent, _via_operator_from_scalar),
+                                          (check_rope_operator, _via_scores),
+                                          (check_rope_operator, _via_causal_softmax),
+                                          (check_ssd_operator, _via_segsum)])
+def test_library_private_helpers_are_switched_off(check, answer):
+    result = check(answer)
+    assert result.status == FAILED and "write it yourself" in result.message, str(result)
+    # the same answer is right once the helpers are back: the failure came from switching them off
+    import ssmheads.exercises.ch5 as mod
+    saved = (mod.RETENTION_ROUTINES, mod.ROPE_ROUTINES, mod.SSD_ROUTINES)
+    try:
+        mod.RETENTION_ROUTINES = mod.ROPE_ROUTINES = mod.SSD_ROUTINES = ()
+        assert check(answer).status == PASSED
+    finally:
+        mod.RETENTION_ROUTINES, mod.ROPE_ROUTINES, mod.SSD_ROUTINES = saved

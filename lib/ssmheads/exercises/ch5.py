@@ -17,14 +17,19 @@ import numpy as np
 
 from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _run, _write_it_yourself
 
-# (module, dotted name) of the library routines that would compute the answers.
+# (module, dotted name) of the library routines that would compute the answers, public
+# methods and the private helpers they are built from (a student could call those too).
+_OPERATOR_HELPERS = (("architectures", "_operator_from_scalar"),)
 RETENTION_ROUTINES = (("architectures", "Retention.forward"), ("architectures", "Retention.recurrent_forward"),
                       ("architectures", "Retention.chunkwise_forward"), ("architectures", "Retention.interaction"),
-                      ("architectures", "Retention.coefficients"))
+                      ("architectures", "Retention.coefficients"), ("architectures", "Retention._decay"),
+                      *_OPERATOR_HELPERS)
 ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "RoPEAttention.interaction"),
-                 ("architectures", "RoPEAttention.coefficients"))
+                 ("architectures", "RoPEAttention.coefficients"), ("architectures", "RoPEAttention._scores"),
+                 ("architectures", "_causal_softmax"), ("architectures", "_rotate"), *_OPERATOR_HELPERS)
 SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.ssd_forward"),
-                ("architectures", "Mamba2.interaction"), ("architectures", "Mamba2.coefficients"))
+                ("architectures", "Mamba2.interaction"), ("architectures", "Mamba2.coefficients"),
+                ("architectures", "_segsum"), *_OPERATOR_HELPERS)
 
 
 def _resolve(module: str, dotted: str):
