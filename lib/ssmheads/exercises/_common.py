@@ -124,7 +124,8 @@ def _write_it_yourself(*args, **kwargs):
 def reference_routines_off(routines: Iterable[tuple[str, str]]) -> Iterator[None]:
     """Within the block, each library routine ``ssmheads.<module>.<name>`` raises ``RuntimeError``.
 
-    ``routines`` is a sequence of ``(module, name)`` pairs. The function objects keep
+    ``routines`` is a sequence of ``(module, name)`` pairs; ``name`` may be dotted
+    (``"Retention.forward"``) to name a method or a private helper. The function objects keep
     their identity; only their code is swapped for the block's duration, so the
     routine is switched off under every name it is reachable by (``ssmheads.f``,
     ``ssmheads.module.f``, a name bound earlier by ``from ssmheads import f``), and
@@ -132,7 +133,8 @@ def reference_routines_off(routines: Iterable[tuple[str, str]]) -> Iterator[None
     """
     import importlib
 
-    functions = [getattr(importlib.import_module(f"ssmheads.{module}"), name) for module, name in routines]
+    functions = [functools.reduce(getattr, name.split("."), importlib.import_module(f"ssmheads.{module}"))
+                 for module, name in routines]
     saved = [f.__code__ for f in functions]
     try:
         for f in functions:

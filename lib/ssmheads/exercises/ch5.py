@@ -3,19 +3,17 @@
 The reference values are computed here from the formulas of Chapter 5, in a few
 lines of numpy each, so that the checks do not depend on
 ``ssmheads.architectures``; while the student's answer runs, the library's own
-routines for the same quantity (when the module is present) are switched off.
+routines for the same quantity, and the private helpers they are built from, are
+switched off (``_common.reference_routines_off``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import importlib
-from typing import Callable, Iterable, Iterator
+from typing import Callable
 
 import numpy as np
 
-from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _run, _write_it_yourself
+from ._common import CheckResult, _compare, _Fail, _numeric, _on_its_own, _run
 
 # (module, dotted name) of the library routines that would compute the answers, public
 # methods and the private helpers they are built from (a student could call those too).
@@ -30,45 +28,6 @@ ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "
 SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.ssd_forward"),
                 ("architectures", "Mamba2.interaction"), ("architectures", "Mamba2.coefficients"),
                 ("architectures", "_segsum"), *_OPERATOR_HELPERS)
-
-
-def _resolve(module: str, dotted: str):
-    try:
-        obj = importlib.import_module(f"ssmheads.{module}")
-    except ImportError:
-        return None
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj if hasattr(obj, "__code__") else None
-
-
-@contextlib.contextmanager
-def _methods_off(routines: Iterable[tuple[str, str]]) -> Iterator[None]:
-    """Like ``reference_routines_off``, for functions and methods named ``Class.method``."""
-    functions = [f for f in (_resolve(m, name) for m, name in routines) if f is not None]
-    saved = [f.__code__ for f in functions]
-    try:
-        for f in functions:
-            f.__code__ = _write_it_yourself.__code__
-        yield
-    finally:
-        for f, code in zip(functions, saved):
-            f.__code__ = code
-
-
-def _guarded(answer, routines):
-    if _is_stub(answer) or not callable(answer):
-        return answer
-    routines = tuple(routines)
-
-    @functools.wraps(answer)
-    def guarded(*args):
-        with _methods_off(routines):
-            return answer(*args)
-
-    return guarded
 
 
 # ---------------------------------------------------------------- retention
@@ -109,7 +68,7 @@ def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
                 hint = "; the sum runs over every s, also s > t: retention is causal"
             raise _Fail(f"{label}: the outputs differ from the parallel form (D * QK^T) V{hint}")
         cases.append((f"retention_recurrent with n={n}, d_k={dk}, p={p}, gamma={gamma}", (Q, K, V, gamma), test))
-    return _run("Chapter 5: retention as a recurrence", _guarded(retention_recurrent, RETENTION_ROUTINES), cases,
+    return _run("Chapter 5: retention as a recurrence", _on_its_own(retention_recurrent, RETENTION_ROUTINES), cases,
                 "equals the parallel form on 5 cases, including n = 1 and gamma = 1")
 
 
@@ -171,7 +130,7 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
                     raise _Fail(f"{label}: {hint}")
             _compare(got, e, label)
         cases.append((f"rope_interaction with n={n}, d={d}, d_k={dk}, p={p}, base={base:g}", args, test))
-    return _run("Chapter 5: a RoPE head is one head", _guarded(rope_interaction, ROPE_ROUTINES), cases,
+    return _run("Chapter 5: a RoPE head is one head", _on_its_own(rope_interaction, ROPE_ROUTINES), cases,
                 "the operator is right on 4 heads, including n = 1")
 
 
@@ -221,6 +180,6 @@ def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
                 raise _Fail(f"{label}: W_ts must be 0 for s > t (the layer is causal)")
             _compare(got, e, label)
         cases.append((f"ssd_operator with H={H}, n={n}, N={N}, p={p}, d={d}", args, test))
-    return _run("Chapter 5: the rank of a two-head SSD layer", _guarded(ssd_operator, SSD_ROUTINES), cases,
+    return _run("Chapter 5: the rank of a two-head SSD layer", _on_its_own(ssd_operator, SSD_ROUTINES), cases,
                 "the operator is right on 4 layers with 1 to 3 heads and N from 1 to 16")
 

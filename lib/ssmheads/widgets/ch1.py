@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
-import numpy as np
-
 from .._validate import check_positive_int, check_seed
-from ..plotting import operator_heatmap
 from ..systems import GALLERY_NAMES, gallery
-from ._common import _explorer
+from ._common import _explorer, _operator_on_two_inputs
 
 #: Largest ``n`` of :func:`operator_explorer_figure`: the heatmaps draw ``n x n`` blocks, and
 #: beyond 100 a block is narrower than about three pixels at the figure's size.
@@ -43,18 +39,7 @@ def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int =
                          f"beyond {MAX_N} a block is narrower than a few pixels); got {n}")
     seed = check_seed(seed)
     model = gallery(d=2, seed=seed)[layer]
-    X1 = np.random.default_rng(seed + 100).standard_normal((n, 2))
-    X2 = np.random.default_rng(seed + 101).standard_normal((n, 2))
-    W1, W2 = model.interaction(X1), model.interaction(X2)
-    change = float(np.max(np.abs(W1 - W2)))
-    top = float(max(np.abs(W1).max(), np.abs(W2).max(), 1e-300))
-    verdict = "depends on the input" if change > 1e-12 * top else "is the same for every input"
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), layout="constrained")
-    vmax = float(max(np.sqrt((W1**2).sum(axis=(2, 3))).max(), np.sqrt((W2**2).sum(axis=(2, 3))).max()))
-    operator_heatmap(W1, ax=axes[0], title="on input $X$", vmax=vmax, colorbar=False)
-    operator_heatmap(W2, ax=axes[1], title="on input $X'$", vmax=vmax)
-    fig.suptitle(f"{layer}: the operator {verdict}")
-    return fig
+    return _operator_on_two_inputs(layer, model, n, seed)
 
 
 def operator_explorer():

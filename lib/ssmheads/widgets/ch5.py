@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from .._validate import check_positive_int, check_seed
-from ..plotting import operator_heatmap
-from ._common import _explorer
+from ._common import _explorer, _operator_on_two_inputs
 
 #: Largest ``n`` of :func:`architecture_explorer_figure` (the heatmaps draw ``n x n`` blocks).
 MAX_N = 64
@@ -85,18 +83,7 @@ def architecture_explorer_figure(architecture: str = "Mamba", n: int = 16, seed:
         raise ValueError(f"n must be at most {MAX_N} for this figure (its heatmaps draw n x n blocks); got {n}")
     seed = check_seed(seed)
     layer = architecture_gallery(d=2, seed=seed)[architecture]
-    X1 = np.random.default_rng(seed + 100).standard_normal((n, 2))
-    X2 = np.random.default_rng(seed + 101).standard_normal((n, 2))
-    W1, W2 = np.real(layer.interaction(X1)), np.real(layer.interaction(X2))
-    change = float(np.max(np.abs(W1 - W2)))
-    top = float(max(np.abs(W1).max(), np.abs(W2).max(), 1e-300))
-    verdict = "depends on the input" if change > 1e-12 * top else "is the same for every input"
-    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.2), layout="constrained")
-    vmax = float(max(np.sqrt((W1**2).sum(axis=(2, 3))).max(), np.sqrt((W2**2).sum(axis=(2, 3))).max()))
-    operator_heatmap(W1, ax=axes[0], title="on input $X$", vmax=vmax, colorbar=False)
-    operator_heatmap(W2, ax=axes[1], title="on input $X'$", vmax=vmax)
-    fig.suptitle(f"{architecture}: the operator {verdict}")
-    return fig
+    return _operator_on_two_inputs(architecture, layer, n, seed)
 
 
 def architecture_explorer():
