@@ -57,3 +57,21 @@ STUB_IDS = ["None", "Ellipsis", "body ...", "body pass", "NotImplementedError", 
 
 def raises_type_error(*args):
     raise TypeError("unsupported operand")
+
+
+# ---------------------------------------------------------------- the built site
+
+
+def built_chapter_pages(built, chapters):
+    """The built chapter pages under ``built`` (a site's html folder), newest build only.
+
+    Skips the calling test when no site is built there or when it is older than any of
+    ``chapters`` (the source notebooks): a stale site would check yesterday's book."""
+    import pytest
+
+    pages = sorted((built / "chapters").glob("*.html"))
+    if not pages:
+        pytest.skip(f"no built site in {built} (make book builds one; BOOK_HTML names another)")
+    if max(p.stat().st_mtime for p in chapters) > min(p.stat().st_mtime for p in pages):
+        pytest.skip(f"the site in {built} is older than the chapters; rebuild it to check it")
+    return pages

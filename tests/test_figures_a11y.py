@@ -10,6 +10,8 @@ site is present, when a chapter image on the site lacks it.
 
 from __future__ import annotations
 
+from helpers import built_chapter_pages
+
 import copy
 import html
 import os
@@ -133,11 +135,7 @@ def test_check_mode_exit_status(tmp_path):
 
 
 def test_built_chapter_images_carry_their_alt_text():
-    pages = sorted((BUILT / "chapters").glob("*.html"))
-    if not pages:
-        pytest.skip(f"no built site in {BUILT} (make book builds one; BOOK_HTML names another)")
-    if max(p.stat().st_mtime for p in CHAPTERS) > min(p.stat().st_mtime for p in pages):
-        pytest.skip(f"the site in {BUILT} is older than the chapters; rebuild it to check it")
+    pages = built_chapter_pages(BUILT, CHAPTERS)
     for page in pages:
         expected = list(figure_alt.alt_texts(_read(ROOT / "chapters" / f"{page.stem}.ipynb")).values())
         text = page.read_text(encoding="utf-8")
