@@ -7,11 +7,13 @@ is ``(n, d)``, an interaction operator ``(n, n, p, d)``, lag operators ``(n, p, 
 
 Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
 :mod:`~ssmheads.span` (Chapter 2), :mod:`~ssmheads.heads` (Chapter 3), :mod:`~ssmheads.gradients` (Chapter 4), :mod:`~ssmheads.architectures` (Chapter 5), :mod:`~ssmheads.systems` (example models), :mod:`~ssmheads.plotting`,
-:mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`.
+:mod:`~ssmheads.widgets`, :mod:`~ssmheads.exercises`, and :mod:`~ssmheads.source` (the listings the
+chapters show).
 """
 
-from . import architectures, exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
+from . import architectures, exercises, gradients, heads, numerics, operator, plotting, source, span, systems, widgets
 from .numerics import close, relative_gap
+from .source import show_source
 from .architectures import (
     ALiBiAttention,
     Hybrid,
@@ -128,4 +130,6 @@ __all__ = [
     "RankTable",
     "rank_table",
     "architectures",
+    "show_source",
+    "source",
 ]

@@ -100,7 +100,23 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
         names the spectral radius and the first lag that overflows.
     """
     A, B, C, D = _check_system(A, B, C, D)
-    n = check_positive_int("n", n)
+    return _checked_lags(A, B, C, check_positive_int("n", n), D)
+
+
+def _lag_operators(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
+    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d): the recurrence, one lag at a time.
+
+    The core of :func:`lag_operators`, on checked arrays; entries may overflow to inf.
+    """
+    AB = np.empty((n,) + B.shape)  # AB[l] = A^l B
+    AB[0] = B
+    for lag in range(1, n):
+        np.matmul(A, AB[lag - 1], out=AB[lag])  # A^l B = A (A^(l-1) B)
+    return C @ AB
+
+
+def _checked_lags(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, D: np.ndarray | None = None) -> np.ndarray:
+    """:func:`lag_operators` on arrays already checked: size guards, the core, ``D``, overflow check."""
     if n > MAX_LAGS:
         raise ValueError(f"n = {n} lags is more than the {MAX_LAGS} that lag_operators computes (one matrix "
                          f"product per lag, about {2.2 * n / 2**20:.0f} s here); for a stable A the lags decay "
@@ -108,12 +124,8 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     instead = "use fewer lags n"
     check_allocation("n", (n,) + B.shape, "the columns A^l B", instead)
     check_allocation("n", (n, C.shape[0], B.shape[1]), "the lags K", instead)
-    AB = np.empty((n,) + B.shape)  # AB[l] = A^l B
-    AB[0] = B
     with np.errstate(over="ignore", invalid="ignore"):
-        for lag in range(1, n):
-            np.matmul(A, AB[lag - 1], out=AB[lag])
-        K = C @ AB
+        K = _lag_operators(A, B, C, n)
         if D is not None:
             K[0] += D
     finite = np.isfinite(K).reshape(n, -1).all(axis=1)

@@ -50,7 +50,7 @@ import numpy as np
 import scipy.linalg
 
 from ._validate import MAX_ARRAY_BYTES, as_array, check_allocation, check_positive_int
-from .models import _check_system, lag_operators
+from .models import _check_system, _checked_lags
 
 __all__ = [
     "default_rtol",
@@ -219,11 +219,8 @@ def span_basis(mats, rtol: float | None = None) -> np.ndarray:
 
 
 def _finite_lags(A, B, C, n: int) -> np.ndarray:
-    K = lag_operators(A, B, C, n)
-    if not np.all(np.isfinite(K)):
-        raise ValueError(f"the lag operators C A^l B overflow for n = {n}: A has spectral radius "
-                         f"{float(np.max(np.abs(np.linalg.eigvals(A)))):.3g}; use a smaller n or a stable A")
-    return K
+    """The lags of a checked system, refusing ones that overflow (the message names A's spectral radius)."""
+    return _checked_lags(A, B, C, n)
 
 
 def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol) -> int:
@@ -314,7 +311,7 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
                          f"got n = {n}: use lag_span_dimension(A, B, C, n) for a single long length")
     p, d = C.shape[0], B.shape[1]
     counts = np.array([_prefix_count(G, length, p, d, rtol) for length in range(1, n + 1)], dtype=int)
-    return np.minimum(np.maximum.accumulate(counts), minimal_polynomial_degree(A, rtol))
+    return np.minimum(np.maximum.accumulate(counts), _minimal_polynomial_degree(A, rtol))
 
 
 def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
@@ -347,9 +344,13 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     int
     """
     A, B, C, _ = _check_system(A, B, C)
-    n = check_positive_int("n", n)
+    return _lag_span_dimension(A, B, C, check_positive_int("n", n), rtol)
+
+
+def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol) -> int:
+    """The core of :func:`lag_span_dimension`, on a checked system."""
     G = _vec(_finite_lags(A, B, C, n))
-    return _running_count(G, C.shape[0], B.shape[1], rtol, minimal_polynomial_degree(A, rtol))
+    return _running_count(G, C.shape[0], B.shape[1], rtol, _minimal_polynomial_degree(A, rtol))
 
 
 def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, block: int = 4) -> bool:
@@ -500,6 +501,11 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     A = as_array("A", A, 2, "(N, N)")
     if A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
+    return _minimal_polynomial_degree(A, rtol, max_bytes)
+
+
+def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None) -> int:
+    """The core of :func:`minimal_polynomial_degree`, on a checked square ``A``."""
     N = A.shape[0]
     rtol = _check_rtol(rtol, default_rtol(N, N, N))
     limit = MAX_ARRAY_BYTES if max_bytes is None else max_bytes
@@ -562,4 +568,4 @@ def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
     n = check_positive_int("n", n)
     rank_b = int(np.linalg.matrix_rank(B))
     rank_c = int(np.linalg.matrix_rank(C))
-    return min(n, rank_b * rank_c, minimal_polynomial_degree(A, rtol))
+    return min(n, rank_b * rank_c, _minimal_polynomial_degree(A, rtol))

@@ -1,0 +1,38 @@
+"""Sphinx extension: the API page links each docstring's back-reference to the book.
+
+A docstring says where the book derives a function ("Derived in Chapter 3, Theorem
+3.1"); on ``autodoc-process-docstring`` this extension checks the phrase against the
+book's numbering (tools/backrefs.py, with tools/portable.py's numbers) and replaces it
+with links to the chapter and to the theorem. A phrase naming something the book does
+not have is a warning, so the ``-W`` build fails.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from sphinx.util import logging
+
+from portable_downloads import _load
+
+logger = logging.getLogger(__name__)
+
+
+def _process(app, what, name, obj, options, lines):
+    if not lines:
+        return
+    tools = _load(Path(app.srcdir), "backrefs")
+    if not hasattr(app.env, "_backrefs_book"):
+        portable = _load(Path(app.srcdir), "portable")
+        app.env._backrefs_book = portable.Book(Path(app.srcdir))
+    book = app.env._backrefs_book
+    for i, line in enumerate(lines):
+        if tools.PATTERN.search(line):
+            try:
+                lines[i] = tools.linked(book, line)
+            except tools.BackrefError as exc:
+                logger.warning(f"{name}: {exc}", type="backrefs", location=name)
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _process)
+    return {"parallel_read_safe": False, "parallel_write_safe": True}
