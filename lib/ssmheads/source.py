@@ -25,6 +25,8 @@ class Listing:
     Jupyter shows it as a highlighted code block (``text/markdown``); ``repr`` gives
     the plain text. ``name`` is the dotted name (``ssmheads.heads._exact_heads``),
     ``path`` the file relative to ``lib/`` (``ssmheads/heads.py``), ``code`` the source.
+
+    Used in Chapter 1 (and in every chapter after it).
     """
 
     name: str
@@ -44,7 +46,7 @@ class Listing:
 def show_source(obj) -> Listing:
     """The source of ``obj``, a function or method defined in :mod:`ssmheads`, as a :class:`Listing`.
 
-    Used in every chapter to show a construction next to its proof.
+    Used in Chapter 1 (and in every chapter after it), to show a construction next to its proof.
 
     Parameters
     ----------
