@@ -43,7 +43,9 @@ test-notebooks: $(STAMP)
 test-build: $(STAMP)
 	$(BUILD)
 	PORTABLE_REQUIRE_SITE=1 $(BIN)/pytest -q tests/test_portable.py -k built_site
-	BOOK_HTML=_build/html $(BIN)/pytest -q tests/test_figures_a11y.py tests/test_numbering.py
+	BOOK_HTML=_build/html $(BIN)/pytest -q tests/test_figures_a11y.py tests/test_numbering.py \
+	  tests/test_source_in_text.py::test_the_built_site_shows_the_current_sources \
+	  tests/test_backrefs.py::test_the_api_page_links_them
 
 # The built site in headless Chromium: math rendered, no errors, no outside requests,
 # no broken links or images; screenshots in _build/site-check/.
