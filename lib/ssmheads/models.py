@@ -185,7 +185,7 @@ class LinearSSM(_Layer):
 
     def lag_operators(self, n: int) -> np.ndarray:
         """Lag operators ``K[l] = C A^l B`` (``K[0] = C B + D``), shape ``(n, p, d)``."""
-        return lag_operators(self.A, self.B, self.C, n, D=self.D)
+        return _checked_lags(self.A, self.B, self.C, check_positive_int("n", n), self.D)
 
     def forward(self, X) -> np.ndarray:
         """Run the recurrence over the sequence.
@@ -233,9 +233,10 @@ class LinearSSM(_Layer):
         -------
         W : ndarray, shape (n, n, p, d)
         """
-        n = self._input(X).shape[0]
+        n = self._input(X).shape[0]  # X only sets the length: the operator is input-independent
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _toeplitz(self.lag_operators(n), n)
+        K = _checked_lags(self.A, self.B, self.C, n, self.D)  # K[l] = C A^l B, K[0] = C B + D
+        return _toeplitz(K, n)  # W[i, j] = K[i - j] for j <= i, else 0
 
 
 _NO_OPERATOR = "use forward(X), which never builds W, or a shorter X"
@@ -388,7 +389,10 @@ class MultiHeadAttention(_Layer):
             ``ssmheads._validate``); :meth:`forward` computes the layer row block
             by row block without it.
         """
-        X = self._input(X)
+        return self._coefficients(self._input(X))
+
+    def _coefficients(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`coefficients` of a checked ``X``: the weights of all rows, ``(H, n, n)``."""
         n = X.shape[0]
         check_allocation("X", (self.H, n, n), "the attention weights alpha", _NO_ALPHA)
         Q, K = self._queries_keys(X)
@@ -484,11 +488,13 @@ class MultiHeadAttention(_Layer):
         -------
         W : ndarray, shape (n, n, p, d)
         """
-        n = self._input(X).shape[0]
+        X = self._input(X)
+        n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_ALPHA)
-        alpha = self.coefficients(X)
+        alpha = self._coefficients(X)  # alpha[h, i, j], rows summing to 1
+        V = self.value_maps()  # V[h] = W_O^h W_V^h, shape (H, p, d)
         with np.errstate(over="ignore", invalid="ignore"):
-            W = np.tensordot(alpha, self.value_maps(), axes=(0, 0))
+            W = np.tensordot(alpha, V, axes=(0, 0))  # W[i, j] = sum_h alpha[h, i, j] V_h
         if not np.all(np.isfinite(W)):
             raise ValueError("the value maps W_O W_V overflow the largest float; rescale W_V or W_O")
         return W

@@ -132,9 +132,14 @@ def block_norms(W, ord: str = "fro") -> np.ndarray:
     W = _operator(W)
     if not isinstance(ord, str) or ord not in ("fro", "spectral"):
         raise ValueError(f"ord must be 'fro' or 'spectral'; got {ord!r}")
+    return _block_norms(W, ord)
+
+
+def _block_norms(W: np.ndarray, ord: str) -> np.ndarray:
+    """Core of :func:`block_norms` on a checked ``W`` of shape ``(n, n, p, d)``: norms ``(n, n)``."""
     scale = _safe_scale(W)  # entries beyond 1e150 or below 1e-150: square after dividing by max |W|
     if scale != 1.0:
-        return scale * block_norms(W / scale, ord)
+        return scale * _block_norms(W / scale, ord)
     if ord == "fro":
         return np.sqrt(np.einsum("ijpd,ijpd->ij", W, W))
     return np.linalg.norm(W, ord=2, axis=(2, 3))
@@ -151,7 +156,7 @@ def causality_violation(W) -> float:
     -------
     float
     """
-    norms = block_norms(W)
+    norms = _block_norms(_operator(W), "fro")
     upper = np.triu(norms, k=1)
     return float(upper.max()) if upper.size else 0.0
 

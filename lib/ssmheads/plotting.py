@@ -16,7 +16,7 @@ from matplotlib import cycler
 from matplotlib.ticker import MaxNLocator
 
 from ._validate import check_positive_int
-from .operator import block_norms
+from .operator import _block_norms, _operator
 
 __all__ = ["BOOK_STYLE", "OKABE_ITO", "LINE_STYLES", "use_book_style", "operator_heatmap", "operator_gallery"]
 
@@ -113,6 +113,12 @@ def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = 
         ``MAX_PIXELS_SIDE`` (4096) positions (the image would have more pixels than a
         screen shows; plot ``block_norms`` of a window of ``W`` instead).
     """
+    _check_style(ax, title, colorbar)
+    vmax = _check_vmax(vmax)
+    return _heatmap(_norms_to_draw(W), ax, title, vmax, colorbar)
+
+
+def _check_style(ax, title, colorbar) -> None:
     from matplotlib.axes import Axes
 
     if ax is not None and not isinstance(ax, Axes):
@@ -121,16 +127,33 @@ def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = 
         raise ValueError(f"title must be a string or None; got {type(title).__name__}")
     if not isinstance(colorbar, (bool, np.bool_)):
         raise ValueError(f"colorbar must be True or False; got {colorbar!r}")
+
+
+def _check_vmax(vmax) -> float | None:
     if vmax is not None:
         if isinstance(vmax, (bool, np.bool_)) or not isinstance(vmax, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(vmax) or vmax <= 0:
             raise ValueError(f"vmax must be a finite number > 0 or None; got {vmax!r}")
         vmax = float(vmax)
-    shape = np.shape(W)
-    if len(shape) == 4 and shape[0] > MAX_PIXELS_SIDE:
-        raise ValueError(f"W has n = {shape[0]} positions, more than the {MAX_PIXELS_SIDE} a heatmap draws "
+    return vmax
+
+
+def _check_pixels(n: int) -> None:
+    if n > MAX_PIXELS_SIDE:
+        raise ValueError(f"W has n = {n} positions, more than the {MAX_PIXELS_SIDE} a heatmap draws "
                          f"(one pixel per block); draw a window W[:m, :m] or the block norms of a part of W")
-    norms = block_norms(W)
+
+
+def _norms_to_draw(W) -> np.ndarray:
+    """The block norms of ``W`` (checked once), refusing more positions than a heatmap draws."""
+    shape = np.shape(W)
+    if len(shape) == 4:
+        _check_pixels(shape[0])
+    return _block_norms(_operator(W), "fro")
+
+
+def _heatmap(norms: np.ndarray, ax, title: str | None, vmax: float | None, colorbar: bool):
+    """Core of :func:`operator_heatmap`: draw checked block norms ``(n, n)``."""
     if ax is None:
         _, ax = plt.subplots(figsize=(3.4, 3.0), layout="constrained")
     shown = np.ma.masked_where(norms == 0.0, norms)
@@ -196,20 +219,23 @@ def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptit
         raise ValueError(f"ncols = {ncols} with {len(names)} operators makes a grid of {panels} panels, more "
                          f"than the {MAX_PANELS} one figure draws; use ncols <= {max(1, len(names))} "
                          "or several galleries")
+    norms = {}
     for name in names:  # validate every operator before drawing anything
         try:
-            block_norms(operators[name])
+            norms[name] = _block_norms(_operator(operators[name]), "fro")
         except ValueError as exc:
             raise ValueError(f"operators[{name!r}] is not an operator: {exc}") from None
+    for name in names:
+        _check_pixels(norms[name].shape[0])
     vmax = None
     if colorbar == "shared":
-        vmax = max(max(float(block_norms(operators[name]).max()) for name in names), 1e-300)
+        vmax = max(max(float(norms[name].max()) for name in names), 1e-300)
     nrows = -(-len(names) // ncols)
     width = 3.5 if colorbar == "panel" else 3.0
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, 2.9 * nrows), squeeze=False,
                              layout="constrained")
     for ax, name in zip(axes.flat, names):
-        operator_heatmap(operators[name], ax=ax, title=name, vmax=vmax, colorbar=colorbar == "panel")
+        _heatmap(norms[name], ax, name, vmax, colorbar == "panel")
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
     if colorbar == "shared":

@@ -54,7 +54,11 @@ def _finite_scalar(name: str, value) -> float:
 
 def rotation_matrix(theta: float) -> np.ndarray:
     """The 2 x 2 rotation by angle ``theta`` (radians), shape ``(2, 2)``."""
-    theta = _finite_scalar("theta", theta)
+    return _rotation_matrix(_finite_scalar("theta", theta))
+
+
+def _rotation_matrix(theta: float) -> np.ndarray:
+    """Core of :func:`rotation_matrix` for a checked float ``theta``."""
     c, s = np.cos(theta), np.sin(theta)
     return np.array([[c, -s], [s, c]])
 
@@ -72,8 +76,8 @@ def rotation(theta: float, rho: float = 1.0) -> LinearSSM:
     rho : float
         Damping; the spectral radius is ``|rho|``.
     """
-    rho = _finite_scalar("rho", rho)
-    return LinearSSM(rho * rotation_matrix(theta), np.eye(2), np.eye(2))
+    theta, rho = _finite_scalar("theta", theta), _finite_scalar("rho", rho)
+    return LinearSSM(rho * _rotation_matrix(theta), np.eye(2), np.eye(2))
 
 
 def diagonal(eigenvalues, B=None, C=None) -> LinearSSM:
@@ -123,7 +127,12 @@ def random_stable(N: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> Li
     rho = _finite_scalar("rho", rho)
     if rho <= 0:
         raise ValueError(f"rho must be positive; got {rho}")
-    rng = np.random.default_rng(check_seed(seed))
+    return _random_stable(N, d, p, rho, check_seed(seed))
+
+
+def _random_stable(N: int, d: int, p: int, rho: float, seed: int) -> LinearSSM:
+    """Core of :func:`random_stable`: the draws, on checked sizes, ``rho > 0`` and seed."""
+    rng = np.random.default_rng(seed)
     G = rng.standard_normal((N, N))
     A = G * (rho / np.max(np.abs(np.linalg.eigvals(G))))
     B = rng.standard_normal((N, d)) / np.sqrt(N)
@@ -169,7 +178,13 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
     # four weight arrays, each drawn then scaled (a temporary) and copied by the layer
     check_total("H", 3.0 * H * (2 * d_k * d + d_v * d + p * d_v), f"the four weight arrays (H = {H} heads)",
                 "use fewer heads or smaller widths")
-    rng = np.random.default_rng(check_seed(seed))
+    return _random_attention(H, d, p, d_k, d_v, check_seed(seed), causal, kernel, scale)
+
+
+def _random_attention(H: int, d: int, p: int, d_k: int, d_v: int, seed: int, causal: bool, kernel: str,
+                      scale: float) -> MultiHeadAttention:
+    """Core of :func:`random_attention`: the draws, on checked sizes, seed and scale."""
+    rng = np.random.default_rng(seed)
     W_Q = rng.standard_normal((H, d_k, d)) * (scale / np.sqrt(d))
     W_K = rng.standard_normal((H, d_k, d)) / np.sqrt(d)
     W_V = rng.standard_normal((H, d_v, d)) / np.sqrt(d)
@@ -297,12 +312,14 @@ def gallery(d: int = 2, seed: int = 0) -> dict:
     if 2 * d > MAX_RANDOM_STATE:
         raise ValueError(f"d must be at most {MAX_RANDOM_STATE // 2} (the gallery's SSM has state size 2d, "
                          f"and drawing it needs its eigenvalues); got {d}")
-    rng = np.random.default_rng(check_seed(seed))
+    seed = check_seed(seed)
+    rng = np.random.default_rng(seed)
+    # d <= MAX_RANDOM_STATE / 2 keeps every draw below the limits the public constructors check
     return {
         "position-wise linear": PositionwiseLinear(rng.standard_normal((d, d)) / np.sqrt(d)),
         "causal convolution": Convolution(rng.standard_normal((3, d, d)) / np.sqrt(d)),
-        "LTI SSM": random_stable(2 * d, d, d, rho=0.8, seed=seed),
-        "softmax attention, 1 head": random_attention(1, d, seed=seed, scale=2.0),
-        "softmax attention, 4 heads": random_attention(4, d, seed=seed + 1, scale=2.0),
-        "linear attention": random_attention(1, d, seed=seed + 2, kernel="linear"),
+        "LTI SSM": _random_stable(2 * d, d, d, 0.8, seed),
+        "softmax attention, 1 head": _random_attention(1, d, d, d, d, seed, True, "softmax", 2.0),
+        "softmax attention, 4 heads": _random_attention(4, d, d, d, d, seed + 1, True, "softmax", 2.0),
+        "linear attention": _random_attention(1, d, d, d, d, seed + 2, True, "linear", 1.0),
     }
