@@ -64,6 +64,8 @@ def _overflow_message(A: np.ndarray, first: int, n: int, what: str, arg: str, in
 def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     """Lag operators ``K[l] = C A^l B`` for ``l = 0, ..., n-1`` (plus ``D`` at lag 0 if given).
 
+    Derived in Chapter 1, Theorem 1.1.
+
     The columns ``A^l B`` are propagated one lag at a time, ``A^l B = A (A^(l-1) B)``,
     as the recurrence does: ``n - 1`` products of an ``N x N`` matrix with an
     ``N x d`` one, ``O(n N^2 d)`` flops, then one batched product with ``C``.
@@ -149,6 +151,8 @@ class _Layer:
 
 class LinearSSM(_Layer):
     """Linear time-invariant state-space model ``h_t = A h_{t-1} + B x_t``, ``y_t = C h_t + D x_t``.
+
+    Derived in Chapter 1, Theorem 1.1.
 
     Parameters
     ----------
@@ -274,6 +278,8 @@ def _elu_plus_one(u: np.ndarray) -> np.ndarray:
 
 class MultiHeadAttention(_Layer):
     """Multi-head attention, ``y_i = sum_h W_O^h sum_j alpha^h_ij W_V^h x_j``.
+
+    Derived in Chapter 1, Section 1.5.
 
     Parameters
     ----------
@@ -503,6 +509,8 @@ class MultiHeadAttention(_Layer):
 class Convolution(_Layer):
     """Causal convolution ``y_i = sum_{l < L} K_l x_{i-l}`` (tokens before the start are zero).
 
+    Derived in Chapter 1, Section 1.5.
+
     Parameters
     ----------
     kernel : array, shape (L, p, d)
@@ -561,6 +569,8 @@ class Convolution(_Layer):
 
 class PositionwiseLinear(_Layer):
     """Position-wise linear layer ``y_i = W x_i``: no mixing between tokens.
+
+    Derived in Chapter 1, Section 1.5.
 
     Parameters
     ----------

@@ -25,6 +25,8 @@ def _numeric(name: str, value) -> np.ndarray:
 def relative_gap(a, b) -> float:
     """``max |a - b| / max(1, max |b|)``: the discrepancy of ``a`` from the reference ``b``.
 
+    Used in Chapter 3.
+
     The denominator keeps the measure relative for large arrays and absolute
     for arrays of size below one, so that exact zeros compare sensibly. Complex
     arrays are compared by the modulus of the difference (the imaginary part
@@ -61,6 +63,8 @@ def _relative_gap(a: np.ndarray, b: np.ndarray) -> float:
 
 def close(a, b, tol: float = 1e-12) -> bool:
     """True when ``relative_gap(a, b) <= tol``: ``a`` equals ``b`` up to rounding.
+
+    Used in Chapter 2, Chapter 3 and Chapter 4.
 
     Parameters
     ----------

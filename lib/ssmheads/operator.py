@@ -63,6 +63,8 @@ def _toeplitz(K: np.ndarray, n: int) -> np.ndarray:
 def apply_interaction(W, X) -> np.ndarray:
     """Apply an interaction operator: ``y_i = sum_j W[i, j] @ X[j]``.
 
+    Defined in Chapter 1, Definition 1.1.
+
     Parameters
     ----------
     W : array, shape (n, n, p, d)
@@ -88,6 +90,9 @@ def apply_interaction(W, X) -> np.ndarray:
 
 def toeplitz_operator(K, n: int, max_bytes: int | None = None) -> np.ndarray:
     """The causal block-Toeplitz operator ``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0.
+
+    Derived in Chapter 1, Theorem 1.1.
+    Used in Chapter 1, Exercise 1.8, and in Chapter 2.
 
     This is the operator of every causal time-invariant linear layer: a
     convolution with ``L`` taps, or an LTI SSM with ``K[l] = C A^l B`` (``L >= n``).
@@ -119,6 +124,8 @@ def toeplitz_operator(K, n: int, max_bytes: int | None = None) -> np.ndarray:
 def block_norms(W, ord: str = "fro") -> np.ndarray:
     """Norm of every block ``W[i, j]``: the picture of "who talks to whom".
 
+    Used in Chapter 1, Section 1.6.
+
     Parameters
     ----------
     W : array, shape (n, n, p, d)
@@ -148,6 +155,8 @@ def _block_norms(W: np.ndarray, ord: str) -> np.ndarray:
 def causality_violation(W) -> float:
     """Largest Frobenius norm of a block above the diagonal (``j > i``); 0 for a causal operator.
 
+    Used in Chapter 1, Section 1.6.
+
     Parameters
     ----------
     W : array, shape (n, n, p, d)
@@ -163,6 +172,8 @@ def causality_violation(W) -> float:
 
 def toeplitz_deviation(W) -> float:
     """How far ``W`` is from block-Toeplitz: ``max |W[i, j] - W[i + 1, j + 1]|`` over all entries.
+
+    Used in Chapter 1, Section 1.6.
 
     Zero exactly when every block depends only on the offset ``i - j``. For a
     *causal, input-independent* operator this is time invariance of the map
@@ -189,6 +200,8 @@ def toeplitz_deviation(W) -> float:
 def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int,
                            max_bytes: int | None = None) -> np.ndarray:
     """Recover the interaction operator of a *linear* sequence map by probing it with unit tokens.
+
+    Derived in Chapter 1, Proposition 1.2.
 
     For a linear map the operator is unique and equals the Jacobian,
     ``W[i, j] = d y_i / d x_j``: column ``c`` of ``W[i, j]`` is output ``i`` when the
@@ -248,6 +261,8 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
 def trivial_interaction_form(Y, X, max_bytes: int | None = None) -> np.ndarray:
     """Proposition 1.1: an interaction form for *any* map, ``W_ij = y_i x_j^T / ||X||_F^2``.
 
+    Derived in Chapter 1, Proposition 1.1.
+
     Given the output ``Y = F(X)`` of an arbitrary map on a nonzero input ``X``, this
     operator satisfies ``sum_j W_ij x_j = y_i``. It shows that "the" operator of a
     nonlinear map only exists relative to a construction.
@@ -293,6 +308,8 @@ def trivial_interaction_form(Y, X, max_bytes: int | None = None) -> np.ndarray:
 
 def two_route_gap(layer, X) -> float:
     """Relative gap between a layer's direct computation and its operator route.
+
+    Used in Chapter 1, Section 1.5.
 
     Returns ``max |forward(X) - W(X) X| / max |forward(X)|`` (the denominator is
     taken as 1 when the output is zero), where ``W(X) = layer.interaction(X)``.

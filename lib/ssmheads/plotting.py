@@ -58,6 +58,8 @@ BOOK_STYLE = {
 def use_book_style() -> None:
     """Apply :data:`BOOK_STYLE` to matplotlib's global settings (call once per notebook).
 
+    Used in Chapter 1 (and at the top of every chapter).
+
     In a Jupyter kernel it also makes sure figures are shown: when the backend is
     a non-interactive one that displays nothing (``Agg``, as an exported
     ``MPLBACKEND=Agg`` on a server or in CI selects), it switches to the inline
@@ -87,6 +89,8 @@ def _show_figures_inline() -> None:
 def operator_heatmap(W, ax=None, title: str | None = None, vmax: float | None = None,
                      colorbar: bool = True):
     """Draw the block norms ``||W_ij||_F`` of an operator as an ``n x n`` image.
+
+    Used in Chapter 1, Section 1.9.
 
     Blocks that are exactly zero are left blank (white), so causality (an empty
     upper triangle) and locality (an empty band) are visible at a glance.
@@ -175,6 +179,8 @@ def _heatmap(norms: np.ndarray, ax, title: str | None, vmax: float | None, color
 def operator_gallery(operators: Mapping[str, np.ndarray], ncols: int = 3, suptitle: str | None = None,
                      colorbar: str = "none"):
     """Operator heatmaps side by side, one panel per named operator.
+
+    Used in Chapter 1, Section 1.6.
 
     Parameters
     ----------

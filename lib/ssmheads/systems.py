@@ -53,7 +53,10 @@ def _finite_scalar(name: str, value) -> float:
 
 
 def rotation_matrix(theta: float) -> np.ndarray:
-    """The 2 x 2 rotation by angle ``theta`` (radians), shape ``(2, 2)``."""
+    """The 2 x 2 rotation by angle ``theta`` (radians), shape ``(2, 2)``.
+
+    Used in Chapter 1, Section 1.4.
+    """
     return _rotation_matrix(_finite_scalar("theta", theta))
 
 
@@ -65,6 +68,8 @@ def _rotation_matrix(theta: float) -> np.ndarray:
 
 def rotation(theta: float, rho: float = 1.0) -> LinearSSM:
     """The damped rotation SSM ``A = rho R(theta)``, ``B = C = I_2`` (so ``N = d = p = 2``).
+
+    Used in Chapter 1, Section 1.4.
 
     Its lag operators are ``K_l = rho^l (cos(l theta) I + sin(l theta) J)`` with
     ``J = R(pi/2)``: they sweep a 2-dimensional span unless ``theta`` is a multiple of pi.
@@ -82,6 +87,8 @@ def rotation(theta: float, rho: float = 1.0) -> LinearSSM:
 
 def diagonal(eigenvalues, B=None, C=None) -> LinearSSM:
     """The SSM with ``A = diag(eigenvalues)``; ``B`` and ``C`` default to the identity.
+
+    Used in Chapter 2.
 
     Parameters
     ----------
@@ -105,6 +112,8 @@ def diagonal(eigenvalues, B=None, C=None) -> LinearSSM:
 
 def random_stable(N: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> LinearSSM:
     """A random SSM whose transition has spectral radius exactly ``rho``.
+
+    Used in Chapter 1, Section 1.3.
 
     ``A`` is a Gaussian matrix rescaled to spectral radius ``rho``; ``B`` and ``C``
     are Gaussian with variance ``1/N``. Drawn from ``np.random.default_rng(seed)``.
@@ -144,6 +153,8 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
                      d_v: int | None = None, seed: int = 0, causal: bool = True,
                      kernel: str = "softmax", scale: float = 1.0) -> MultiHeadAttention:
     """A random multi-head attention layer, drawn from ``np.random.default_rng(seed)``.
+
+    Used in Chapter 1, Section 1.5.
 
     Entries of every projection are Gaussian with variance ``1 / fan_in``, and the
     query weights are multiplied by ``scale`` (larger ``scale`` gives sharper attention).
@@ -195,6 +206,8 @@ def _random_attention(H: int, d: int, p: int, d_k: int, d_v: int, seed: int, cau
 def jordan(blocks, B=None, C=None) -> LinearSSM:
     """The SSM whose ``A`` is a direct sum of Jordan blocks; ``B``, ``C`` default to the identity.
 
+    Used in Chapter 2.
+
     Parameters
     ----------
     blocks : sequence of (eigenvalue, size)
@@ -228,6 +241,8 @@ def jordan(blocks, B=None, C=None) -> LinearSSM:
 def plateau() -> LinearSSM:
     """The nilpotent system of Example 2.1, where ``k(n)`` stalls and then grows.
 
+    Used in Chapter 2, Example 2.1.
+
     ``A`` shifts ``e_1 -> e_2 -> e_3 -> 0``, ``B = e_1`` (one input channel) and
     ``C = [[1, 1, 0], [0, 0, 1]]`` (two output channels). Then
     ``K_0 = K_1 = (1, 0)^T`` and ``K_2 = (0, 1)^T``, so ``k(1), k(2), k(3) = 1, 1, 2``.
@@ -240,6 +255,8 @@ def plateau() -> LinearSSM:
 
 def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> LinearSSM:
     """A random stable SSM with state size ``N = k`` whose lag span has dimension exactly ``k``.
+
+    Used in Chapter 2, Proposition 2.2.
 
     ``A = Q diag(lambda) Q^T`` with a random orthogonal ``Q`` and ``k`` distinct
     eigenvalues spread over ``[-rho, rho]``, and Gaussian ``B``, ``C`` (so
@@ -291,6 +308,8 @@ GALLERY_NAMES = (
 
 def gallery(d: int = 2, seed: int = 0) -> dict:
     """One layer of each kind in Chapter 1, all mapping width ``d`` to width ``d``.
+
+    Used in Chapter 1, Section 1.6.
 
     The keys are :data:`GALLERY_NAMES`: a position-wise linear map, a causal
     convolution with 3 taps, a stable LTI SSM (state size ``2d``, spectral radius 0.8),

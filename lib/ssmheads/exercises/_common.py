@@ -26,6 +26,8 @@ PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
 class CheckResult:
     """Outcome of an exercise check.
 
+    Used in Chapter 1, Section 1.10 (and in the exercises of every chapter).
+
     Attributes
     ----------
     exercise : str

@@ -38,6 +38,8 @@ def _compare_ema(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> No
 def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) -> CheckResult:
     """Chapter 1, exercise "EMA operator": the operator of the exponential moving average.
 
+    Used in Chapter 1, Exercise 1.1.
+
     The layer is ``y_i = (1 - gamma) sum_{j <= i} gamma^(i-j) x_j``. The answer is a
     function ``ema_operator(n, d, gamma)`` returning its operator, shape ``(n, n, d, d)``.
     A wrong entry is reported with its 0-based index ``(i, j, row, col)``; a wrong
@@ -57,6 +59,8 @@ def _mlp_case(seed: int, n: int, d: int, h: int, p: int):
 
 def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> CheckResult:
     """Chapter 1, exercise "MLP operator": an interaction form of the ReLU MLP ``y_i = W2 relu(W1 x_i)``.
+
+    Used in Chapter 1, Exercise 1.2.
 
     The answer is a function ``mlp_operator(W1, W2, X)`` with ``W1 (h, d)``,
     ``W2 (p, h)``, ``X (n, d)``, returning ``W (n, n, p, d)`` with
@@ -99,6 +103,8 @@ def check_mlp_operator(mlp_operator: Callable[[np.ndarray, np.ndarray, np.ndarra
 
 def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.ndarray], np.ndarray]) -> CheckResult:
     """Chapter 1, exercise "residual attention operator": the operator of attention with a residual connection, ``y = MHA(X) + X``.
+
+    Used in Chapter 1, Exercise 1.3.
 
     The answer is a function ``residual_operator(mha, X)`` returning ``(n, n, d, d)``;
     the layer must have ``p = d``.

@@ -14,6 +14,8 @@ MAX_N = 100
 def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int = 12, seed: int = 0):
     """A layer's operator on two different random inputs, side by side.
 
+    Used in Chapter 1, Section 1.9.
+
     The layer is ``gallery(d=2, seed=seed)[layer]``; the inputs ``X`` and ``X'`` are
     standard normal ``(n, 2)`` sequences drawn from seeds ``seed + 100`` and
     ``seed + 101``. Both panels share one colour scale, so an input-independent
@@ -44,6 +46,8 @@ def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int =
 
 def operator_explorer():
     """Explorer for Chapter 1: pick a layer, ``n`` and a seed; see its operator on two inputs.
+
+    Used in Chapter 1, Section 1.9.
 
     Returns
     -------
