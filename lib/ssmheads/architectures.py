@@ -26,8 +26,8 @@ import numpy as np
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
 from .models import MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _Layer
 from .numerics import relative_gap
-from .operator import _toeplitz, apply_interaction
-from .span import interaction_rank, lag_span_dimension
+from .operator import _toeplitz
+from .span import EPS, _lag_span_dimension, _rank_from, _scaled_columns
 
 __all__ = [
     "LinearAttention",
@@ -151,6 +151,25 @@ def _expm1_complex(z):
     return (np.expm1(x) * np.cos(y) - 2.0 * np.sin(y / 2.0) ** 2) + 1j * (np.exp(x) * np.sin(y))
 
 
+def _rank(mats):
+    """:func:`~ssmheads.span.interaction_rank` of checked, finite blocks ``(m, p, d)``, default tolerance.
+
+    The same count as the public function (``default_rtol`` is ``max(m, p d) eps``), without
+    re-checking blocks this module has just computed.
+    """
+    m, p, d = mats.shape
+    if m == 0:
+        return 0
+    return _rank_from(np.linalg.svd(_scaled_columns(mats)[0], compute_uv=False), max(m, p * d) * EPS)
+
+
+def _apply(W, X):
+    """``y_i = sum_j W[i, j] X[j]`` as :func:`~ssmheads.operator.apply_interaction`, on checked arrays."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        Y = np.einsum("ijpd,jd->ip", W, X)
+    return _finite_or_raise(Y, _scale_message("W X"))
+
+
 def _segsum(log_a):
     """``S[..., t, s] = sum_{r=s+1}^{t} log_a[..., r]`` for ``s <= t``, ``-inf`` above the diagonal.
 
@@ -228,7 +247,9 @@ class LinearAttention(_Layer):
 
     def coefficients(self, X) -> np.ndarray:
         """The weights ``alpha[i, j]`` (rows sum to 1, zero above the diagonal), shape ``(n, n)``."""
-        X = self._input(X)
+        return self._coefficients(self._input(X))
+
+    def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (n, n), "the weights alpha", _NO_OPERATOR)
         fq, fk = self._features(X)
@@ -241,7 +262,7 @@ class LinearAttention(_Layer):
     def forward(self, X) -> np.ndarray:
         """The parallel form ``(mask * phi(Q) phi(K)^T) V`` with row normalisation; shape ``(n, p)``."""
         X = self._input(X)
-        alpha = self.coefficients(X)
+        alpha = self._coefficients(X)
         with np.errstate(over="ignore", invalid="ignore"):
             Y = alpha @ (X @ self.W_V.T)
         return _finite_or_raise(Y, _scale_message("the output"))
@@ -269,7 +290,7 @@ class LinearAttention(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _operator_from_scalar(self.coefficients(X), self.W_V)
+        return _operator_from_scalar(self._coefficients(X), self.W_V)
 
 
 class Retention(_Layer):
@@ -340,7 +361,9 @@ class Retention(_Layer):
 
     def coefficients(self, X) -> np.ndarray:
         """``alpha[i, j] = gamma^(i-j) q~_i^T k~_j`` for ``j <= i``; shape ``(n, n)``."""
-        X = self._input(X)
+        return self._coefficients(self._input(X))
+
+    def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (n, n), "the weights alpha", _NO_OPERATOR)
         Q, K, _ = self._qkv(X)
@@ -353,7 +376,7 @@ class Retention(_Layer):
         X = self._input(X)
         _, _, V = self._qkv(X)
         with np.errstate(over="ignore", invalid="ignore"):
-            Y = self.coefficients(X) @ V
+            Y = self._coefficients(X) @ V
         return _finite_or_raise(Y, _scale_message("the output"))
 
     def recurrent_forward(self, X) -> np.ndarray:
@@ -397,7 +420,7 @@ class Retention(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _operator_from_scalar(self.coefficients(X), self.W_V)
+        return _operator_from_scalar(self._coefficients(X), self.W_V)
 
 
 class _SoftmaxHead(_Layer):
@@ -408,7 +431,9 @@ class _SoftmaxHead(_Layer):
 
     def coefficients(self, X) -> np.ndarray:
         """The attention weights ``alpha[i, j]`` (rows sum to 1, zero above the diagonal), shape ``(n, n)``."""
-        X = self._input(X)
+        return self._coefficients(self._input(X))
+
+    def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (n, n), "the attention weights alpha", _NO_OPERATOR)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -420,7 +445,7 @@ class _SoftmaxHead(_Layer):
         """``softmax(scores, causal) V`` with ``V = X W_V^T``; shape ``(n, p)``."""
         X = self._input(X)
         with np.errstate(over="ignore", invalid="ignore"):
-            Y = self.coefficients(X) @ (X @ self.W_V.T)
+            Y = self._coefficients(X) @ (X @ self.W_V.T)
         return _finite_or_raise(Y, _scale_message("the output"))
 
     def interaction(self, X) -> np.ndarray:
@@ -428,7 +453,7 @@ class _SoftmaxHead(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _operator_from_scalar(self.coefficients(X), self.W_V)
+        return _operator_from_scalar(self._coefficients(X), self.W_V)
 
 
 class ALiBiAttention(_SoftmaxHead):
@@ -522,7 +547,11 @@ def _zoh(Lambda, dt, name_dt):
 
 
 def _check_lags(n):
-    n = check_positive_int("n", n)
+    return _lag_limit(check_positive_int("n", n))
+
+
+def _lag_limit(n):
+    """``n``, a positive int, if at most ``MAX_LAGS``; else the ``ValueError`` of :func:`_check_lags`."""
     if n > MAX_LAGS:
         raise ValueError(f"n = {n} lags is more than the {MAX_LAGS} computed here (as lag_operators of "
                          "ssmheads.models); the lags of a stable system decay, so use a smaller n")
@@ -585,7 +614,9 @@ class S4D(_Layer):
 
     def kernel(self, n: int) -> np.ndarray:
         """``K[l, c] = 2 Re(sum_m C_cm A_bar_cm^l B_bar_cm)``, shape ``(n, d)``."""
-        n = _check_lags(n)
+        return self._kernel(_check_lags(n))
+
+    def _kernel(self, n):
         check_allocation("n", (n, self.d, self.N), "the powers A_bar^l", "use a smaller n", itemsize=16)
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             powers = np.exp(np.arange(n)[:, None, None] * (self.dt[:, None] * self.Lambda)[None])
@@ -612,7 +643,7 @@ class S4D(_Layer):
         if n > MAX_LAGS:
             raise ValueError(f"X has {n} tokens, more than the {MAX_LAGS} kernel taps computed here; use forward(X), "
                              "the recurrence, or a shorter X")
-        K = self.kernel(n)
+        K = self._kernel(n)
         size = 1 << (2 * n - 1).bit_length()
         with np.errstate(over="ignore", invalid="ignore"):
             Y = np.fft.irfft(np.fft.rfft(K, size, axis=0) * np.fft.rfft(X, size, axis=0), size, axis=0)[:n]
@@ -620,7 +651,10 @@ class S4D(_Layer):
 
     def lag_operators(self, n: int) -> np.ndarray:
         """``diag(K[l])``, shape ``(n, d, d)``."""
-        K = self.kernel(n)
+        return self._lag_operators(_check_lags(n))
+
+    def _lag_operators(self, n):
+        K = self._kernel(n)
         check_allocation("n", (K.shape[0], self.d, self.d), "the lag operators", "use a smaller n")
         out = np.zeros((K.shape[0], self.d, self.d))
         idx = np.arange(self.d)
@@ -631,7 +665,7 @@ class S4D(_Layer):
         """``W[i, j] = diag(K[i - j])`` for ``j <= i``; shape ``(n, n, d, d)``."""
         n = self._input(X).shape[0]
         check_allocation("X", (n, n, self.d, self.d), "the operator W", _NO_OPERATOR)
-        return _toeplitz(self.lag_operators(n), n)
+        return _toeplitz(self._lag_operators(_lag_limit(n)), n)
 
 
 class S5(_Layer):
@@ -698,7 +732,9 @@ class S5(_Layer):
 
     def lag_operators(self, n: int) -> np.ndarray:
         """``K[l] = Re(C diag(A_bar)^l B_bar)``, shape ``(n, p, d)``."""
-        n = _check_lags(n)
+        return self._lag_operators(_check_lags(n))
+
+    def _lag_operators(self, n):
         check_allocation("n", (n, self.p, self.d), "the lags K", "use a smaller n", itemsize=16)
         check_allocation("n", (n, self.N), "the powers A_bar^l", "use a smaller n", itemsize=16)
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
@@ -716,6 +752,10 @@ class S5(_Layer):
         exact arithmetic; a conjugate pair of modes (or a real mode) gives a
         realification with repeated eigenvalues, which does not change ``k(n)``.
         """
+        return LinearSSM(*self._real_system())
+
+    def _real_system(self):
+        """``(A, B, C)`` of :meth:`as_linear_ssm`, real arrays of state size ``2N``."""
         N = self.N
         A = np.zeros((2 * N, 2 * N))
         idx = np.arange(N)
@@ -724,23 +764,68 @@ class S5(_Layer):
         A[N + idx, idx] = self.A_bar.imag
         B = np.vstack([self.B_bar.real, self.B_bar.imag])
         C = np.hstack([self.C.real, -self.C.imag])
-        return LinearSSM(A, B, C)
+        return A, B, C
 
     def heads_needed(self, n: int) -> int:
         """``k(n)``: the heads the head-count theorem (Theorem 3.1) needs, the lag-span dimension of :meth:`as_linear_ssm`."""
-        n = check_positive_int("n", n)
-        ssm = self.as_linear_ssm()
-        return lag_span_dimension(ssm.A, ssm.B, ssm.C, n)
+        return self._heads_needed(check_positive_int("n", n))
+
+    def _heads_needed(self, n):
+        return _lag_span_dimension(*self._real_system(), n, None)
 
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = K[i - j]`` for ``j <= i``; ``X`` only sets ``n``. Shape ``(n, n, p, d)``."""
         n = self._input(X).shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _toeplitz(self.lag_operators(n), n)
+        return _toeplitz(self._lag_operators(_lag_limit(n)), n)
 
 
 # ----------------------------------------------------------------------------------------------
 # Selective SSMs
+
+
+def _selective_scan(U, Delta, Bt, Ct, A, D):
+    """Mamba-1's selective scan: ``U, Delta (n, e)``, ``Bt, Ct (n, N)``, ``A (e, N)``, ``D (e,)``; ``Y (n, e)``.
+
+    Core of :meth:`Mamba.forward`, which checks ``X``, computes the projections
+    ``u_t, Delta_t, B_t, C_t`` and checks the output. Channel ``c`` (row ``c`` of ``h``)
+    runs its own diagonal SSM with the input-dependent step ``Delta^c_t``.
+    """
+    n, e = U.shape
+    h = np.zeros((e, A.shape[1]))  # h_0 = 0: one row of N states per channel
+    Y = np.empty((n, e))
+    for t in range(n):
+        # h_t = exp(Delta_t A) * h_{t-1} + Delta_t B_t u_t  (ZOH for A, Euler for B)
+        h = np.exp(Delta[t][:, None] * A) * h + (Delta[t] * U[t])[:, None] * Bt[t][None, :]
+        Y[t] = h @ Ct[t] + D * U[t]  # y_t = C_t^T h_t + D u_t
+    return Y
+
+
+def _ssd_chunked(U, log_a, Bt, Ct, c):
+    """Mamba-2's chunked SSD: ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``; ``(n, heads, P)``.
+
+    Core of :meth:`Mamba2.ssd_forward` (Dao & Gu 2024, ``ssd_minimal``), which checks
+    ``X`` and ``chunk``, computes the projections and applies ``W_out``. Chunks of ``c``
+    tokens; ``H`` holds each head's ``N x P`` state at the end of the previous chunk.
+    """
+    n, heads, P = U.shape
+    H = np.zeros((heads, Bt.shape[1], P))  # the state before the first chunk is 0
+    Yh = np.empty((n, heads, P))
+    for a0 in range(0, n, c):
+        k = slice(a0, min(a0 + c, n))
+        la = log_a[k].T  # (heads, m)
+        # 1. inside the chunk, the quadratic form (L * C B^T) U, L_ts = prod_{r=s+1}^t a_r
+        L = np.exp(_segsum(la))  # (heads, t, s)
+        y_diag = np.einsum("hts,ts,shp->thp", L, Ct[k] @ Bt[k].T, U[k])
+        # 2. the state carried in, decayed to t: prod_{r<=t} a_r C_t^T H
+        cum = np.cumsum(la, axis=1)  # (heads, m): sum_{r<=t} log a_r within the chunk
+        y_off = np.einsum("ht,tm,hmp->thp", np.exp(cum), Ct[k], H)
+        Yh[k] = y_diag + y_off
+        # 3. the chunk's final state: H <- prod a H + sum_s prod_{r>s} a_r B_s u_s^T
+        to_end = np.exp(cum[:, -1:] - cum)  # (heads, m): prod_{r=s+1}^{end} a_r
+        H_in = np.einsum("hs,sm,shp->hmp", to_end, Bt[k], U[k])
+        H = np.exp(cum[:, -1])[:, None, None] * H + H_in
+    return Yh
 
 
 class Mamba(_Layer):
@@ -820,17 +905,15 @@ class Mamba(_Layer):
         n = X.shape[0]
         check_allocation("X", (n, self.d_inner), "the outputs", "use a shorter X")
         U, _, Delta, Bt, Ct = self._projections(X)
-        h = np.zeros((self.d_inner, self.N))
-        Y = np.empty((n, self.d_inner))
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            for t in range(n):
-                h = np.exp(Delta[t][:, None] * self.A) * h + (Delta[t] * U[t])[:, None] * Bt[t][None, :]
-                Y[t] = h @ Ct[t] + self.D * U[t]
+            Y = _selective_scan(U, Delta, Bt, Ct, self.A, self.D)
         return _finite_or_raise(Y, _scale_message("the state h_t"))
 
     def coefficients(self, X) -> np.ndarray:
         """The hidden attention ``alpha[c, t, s]`` (zero for ``s > t``, without ``D``), shape ``(d_inner, n, n)``."""
-        X = self._input(X)
+        return self._coefficients(self._input(X))
+
+    def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (self.d_inner, n, n, self.N), "the decays of every channel, pair and state",
                          _NO_OPERATOR)
@@ -848,7 +931,7 @@ class Mamba(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.d_inner, self.d), "the operator W", _NO_OPERATOR)
-        alpha = self.coefficients(X)
+        alpha = self._coefficients(X)
         idx = np.arange(n)
         alpha[:, idx, idx] += self.D[:, None]
         return np.einsum("cts,cd->tscd", alpha, self.W_in)
@@ -1000,26 +1083,15 @@ class Mamba2(_Layer):
         c = min(chunk, n)
         check_allocation("chunk", (self.heads, c, c), "the within-chunk decays", "use a smaller chunk")
         U, log_a, Bt, Ct = self._projections(X)
-        H = np.zeros((self.heads, self.N, self.P))
-        Yh = np.empty((n, self.heads, self.P))
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            for a0 in range(0, n, c):
-                b0 = min(a0 + c, n)
-                la = log_a[a0:b0].T  # (heads, m)
-                L = np.exp(_segsum(la))  # (heads, t, s)
-                CB = Ct[a0:b0] @ Bt[a0:b0].T  # (t, s)
-                y_diag = np.einsum("hts,ts,shp->thp", L, CB, U[a0:b0])
-                cum = np.cumsum(la, axis=1)  # (heads, m): sum_{r<=t} log a_r within the chunk
-                y_off = np.einsum("ht,tm,hmp->thp", np.exp(cum), Ct[a0:b0], H)
-                Yh[a0:b0] = y_diag + y_off
-                to_end = np.exp(cum[:, -1:] - cum)  # (heads, m): prod_{r=s+1}^{end} a_r
-                H = np.exp(cum[:, -1])[:, None, None] * H + np.einsum("hs,sm,shp->hmp", to_end, Bt[a0:b0],
-                                                                      U[a0:b0])
+            Yh = _ssd_chunked(U, log_a, Bt, Ct, c)
         return self._out(Yh)
 
     def coefficients(self, X) -> np.ndarray:
         """``alpha[h, t, s] = L^h_ts C_t^T B_s`` (zero for ``s > t``), shape ``(heads, n, n)``."""
-        X = self._input(X)
+        return self._coefficients(self._input(X))
+
+    def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (self.heads, n, n), "the weights alpha", _NO_OPERATOR)
         _, log_a, Bt, Ct = self._projections(X)
@@ -1038,7 +1110,7 @@ class Mamba2(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return np.einsum("hts,hpd->tspd", self.coefficients(X), self.value_maps())
+        return np.einsum("hts,hpd->tspd", self._coefficients(X), self.value_maps())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1225,10 +1297,10 @@ def _rank_layers(rng, d):
                   MultiHeadAttention(g((2, dk, 2)), g((2, dk, 2)), g((2, 2, 2)), g((2, 2, 2)))])
 
     def lags_rank(layer):
-        return lambda n: interaction_rank(layer.lag_operators(n))
+        return lambda n: _rank(layer._lag_operators(n))
 
     def conv_heads(n):
-        return interaction_rank(conv.kernel[:n])
+        return _rank(conv.kernel[:n])
 
     ssd1, ssd3 = ssd(1), ssd(3)
     la = LinearAttention(*att())
@@ -1236,7 +1308,7 @@ def _rank_layers(rng, d):
     return [
         ("position-wise linear", pos, lambda n: 1, "O(pd)", {}),
         ("causal convolution, 3 taps", conv, conv_heads, "O(w pd)", {}),
-        ("LTI SSM (S5, MIMO)", s5, s5.heads_needed, "O(N(d+p)) recurrent",
+        ("LTI SSM (S5, MIMO)", s5, s5._heads_needed, "O(N(d+p)) recurrent",
          {"as LinearSSM": s5.as_linear_ssm().forward}),
         ("S4D (SISO per channel)", s4d, lags_rank(s4d), "O(dN) recurrent, O(d log n) FFT",
          {"convolution": s4d.convolution_forward}),
@@ -1296,10 +1368,10 @@ def rank_table(n: int = 16, seed: int = 0, inputs: int = 3) -> RankTable:
             W = layer.interaction(X)
             blocks.append(W.reshape(n * n, layer.p, layer.d))
             ref = layer.forward(X)
-            gap = max(gap, relative_gap(apply_interaction(W, X), ref))
+            gap = max(gap, relative_gap(_apply(W, X), ref))
             for form in alternatives.values():
                 gap = max(gap, relative_gap(form(X), ref))
-        rank = interaction_rank(np.concatenate(blocks))
+        rank = _rank(np.concatenate(blocks))
         rows.append(RankRow(name, rank, None if heads_fn is None else int(heads_fn(n)),
                             _gradient_ratio(layer, Xs[0]), cost,
                             ", ".join(["forward", "interaction"] + list(alternatives)), gap))
