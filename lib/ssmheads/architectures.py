@@ -191,6 +191,8 @@ def _segsum(log_a):
 class LinearAttention(_Layer):
     """One causal linear-attention head (Katharopoulos et al. 2020).
 
+    Derived in Chapter 5, Proposition 5.1 (its operator and its recurrent form).
+
     ``y_i = sum_{j<=i} phi(q_i)^T phi(k_j) v_j / sum_{m<=i} phi(q_i)^T phi(k_m)`` with
     ``q = W_Q x``, ``k = W_K x``, ``v = W_V x``.
 
@@ -295,6 +297,8 @@ class LinearAttention(_Layer):
 
 class Retention(_Layer):
     """One RetNet retention head (Sun et al. 2023), without the GroupNorm and the swish gate.
+
+    Derived in Chapter 5, Proposition 5.2 (its operator, and its recurrent and chunkwise forms).
 
     ``y_i = sum_{j<=i} gamma^(i-j) (Theta_i q_i)^T (Theta_j k_j) W_V x_j``.
 
@@ -459,6 +463,8 @@ class _SoftmaxHead(_Layer):
 class ALiBiAttention(_SoftmaxHead):
     """One causal softmax head with ALiBi's linear bias (Press et al. 2022).
 
+    Derived in Chapter 5, Proposition 5.3 (its operator).
+
     Score ``s_ij = q_i^T k_j / sqrt(d_k) - slope * (i - j)``.
 
     Parameters
@@ -492,6 +498,8 @@ class ALiBiAttention(_SoftmaxHead):
 
 class RoPEAttention(_SoftmaxHead):
     """One causal softmax head with rotary position embedding (Su et al. 2021).
+
+    Derived in Chapter 5, Proposition 5.3 (its operator); used in Exercise 5.2.
 
     Score ``s_ij = (R_i q_i)^T (R_j k_j) / sqrt(d_k)``, ``R_t`` rotating coordinates
     ``(2m, 2m+1)`` by ``t * theta_m``, ``theta_m = base^(-2m/d_k)``.
@@ -567,6 +575,8 @@ def _check_lambda(Lambda):
 
 class S4D(_Layer):
     """S4D: one SISO diagonal SSM per channel, discretised by zero-order hold (Gu, Gupta et al. 2022).
+
+    Derived in Chapter 5, Proposition 5.4 (its operator and rank).
 
     For channel ``c`` with state ``h^(c)`` in ``C^N``:
     ``h^(c)_t = A_bar_c * h^(c)_{t-1} + B_bar_c x^(c)_t``,
@@ -670,6 +680,8 @@ class S4D(_Layer):
 
 class S5(_Layer):
     """S5: one MIMO diagonal SSM shared by all channels, ZOH-discretised (Smith et al. 2023).
+
+    Derived in Chapter 5, Proposition 5.4 (its operator and rank).
 
     ``h_t = A_bar * h_{t-1} + B_bar x_t`` (``h`` in ``C^N``), ``y_t = Re(C h_t)``, with
     ``A_bar = exp(dt Lambda)``, ``B_bar = diag((A_bar - 1) / Lambda) B``.
@@ -831,6 +843,8 @@ def _ssd_chunked(U, log_a, Bt, Ct, c):
 class Mamba(_Layer):
     """A simplified Mamba-1 selective scan (Gu & Dao 2023).
 
+    Derived in Chapter 5, Proposition 5.5 (its operator; the scan, :func:`_selective_scan`, in Section 5.6).
+
     ``u_t = W_in x_t`` (``d_inner``), ``Delta_t = softplus(W_delta u_t)`` (``d_inner``),
     ``B_t = W_B u_t``, ``C_t = W_C u_t`` (``N``), ``A = -exp(A_log)`` (``d_inner x N``);
     per channel ``c``: ``h^c_t = exp(Delta^c_t A^c) * h^c_{t-1} + Delta^c_t B_t u^c_t``,
@@ -987,6 +1001,8 @@ class Mamba(_Layer):
 class Mamba2(_Layer):
     """The Mamba-2 SSD layer with a scalar-times-identity transition per head (Dao & Gu 2024).
 
+    Derived in Chapter 5, Theorem 5.1 (its operator; the chunked form, :func:`_ssd_chunked`, in Section 5.7).
+
     ``u_t = W_in x_t`` split into ``heads`` heads of size ``P = d_inner / heads``;
     ``a^h_t = exp(-softplus(w_a[h] . x_t))`` in ``(0, 1)``; ``B_t = W_B x_t``,
     ``C_t = W_C x_t`` (``N``, shared by the heads); per head
@@ -1120,6 +1136,8 @@ class Mamba2(_Layer):
 class Hybrid(_Layer):
     """A stack of layers, e.g. an SSM layer then an attention layer: ``forward`` is the composition.
 
+    Derived in Chapter 5, Proposition 5.7 (the composed operator).
+
     Parameters
     ----------
     layers : sequence of layers
@@ -1198,6 +1216,8 @@ class Hybrid(_Layer):
 class RankRow:
     """One row of :func:`rank_table`.
 
+    Used in Chapter 5, Section 5.12.
+
     Attributes
     ----------
     architecture : str
@@ -1231,7 +1251,10 @@ class RankRow:
 
 @dataclasses.dataclass(frozen=True)
 class RankTable:
-    """The rows of :func:`rank_table`; ``str()`` and :meth:`to_markdown` print it with fixed precision."""
+    """The rows of :func:`rank_table`; ``str()`` and :meth:`to_markdown` print it with fixed precision.
+
+    Used in Chapter 5, Section 5.12.
+    """
 
     n: int
     seed: int
@@ -1329,6 +1352,8 @@ def _rank_layers(rng, d):
 
 def rank_table(n: int = 16, seed: int = 0, inputs: int = 3) -> RankTable:
     """The summary table of Chapter 5, every number computed.
+
+    Used in Chapter 5, Section 5.12.
 
     One row per architecture (position-wise linear, convolution, S5, S4D, linear
     attention, retention, ALiBi, RoPE, softmax multi-head attention, Mamba-1,

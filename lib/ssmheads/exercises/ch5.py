@@ -20,13 +20,16 @@ from ._common import CheckResult, _compare, _Fail, _numeric, _on_its_own, _run
 _OPERATOR_HELPERS = (("architectures", "_operator_from_scalar"),)
 RETENTION_ROUTINES = (("architectures", "Retention.forward"), ("architectures", "Retention.recurrent_forward"),
                       ("architectures", "Retention.chunkwise_forward"), ("architectures", "Retention.interaction"),
-                      ("architectures", "Retention.coefficients"), ("architectures", "Retention._decay"),
+                      ("architectures", "Retention.coefficients"), ("architectures", "Retention._coefficients"),
+                      ("architectures", "Retention._decay"),
                       *_OPERATOR_HELPERS)
 ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "RoPEAttention.interaction"),
-                 ("architectures", "RoPEAttention.coefficients"), ("architectures", "RoPEAttention._scores"),
+                 ("architectures", "RoPEAttention.coefficients"), ("architectures", "RoPEAttention._coefficients"),
+                 ("architectures", "RoPEAttention._scores"),
                  ("architectures", "_causal_softmax"), ("architectures", "_rotate"), *_OPERATOR_HELPERS)
 SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.ssd_forward"),
                 ("architectures", "Mamba2.interaction"), ("architectures", "Mamba2.coefficients"),
+                ("architectures", "Mamba2._coefficients"), ("architectures", "_ssd_chunked"),
                 ("architectures", "_segsum"), *_OPERATOR_HELPERS)
 
 
@@ -40,6 +43,8 @@ def _retention_parallel(Q, K, V, gamma):
 
 def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
     """Chapter 5, exercise "retention as a recurrence".
+
+    Used in Chapter 5, Exercise 5.1.
 
     The answer is a function ``retention_recurrent(Q, K, V, gamma)`` taking the (already
     rotated) queries ``Q (n, d_k)``, keys ``K (n, d_k)``, values ``V (n, p)`` and a decay
@@ -101,6 +106,8 @@ def _rope_operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True)
 def check_rope_operator(rope_interaction: Callable) -> CheckResult:
     """Chapter 5, exercise "a RoPE head is one head".
 
+    Used in Chapter 5, Exercise 5.2.
+
     The answer is a function ``rope_interaction(W_Q, W_K, W_V, X, base)`` returning the
     operator ``W (n, n, p, d)`` of one causal softmax head with rotary queries and keys:
     ``W_ij = a_ij W_V`` with ``a_ij = softmax_{j<=i}((R_i q_i)^T (R_j k_j) / sqrt(d_k))`` and
@@ -151,6 +158,8 @@ def _ssd_operator(a, B, C, V, start=1):
 
 def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
     """Chapter 5, exercise "the rank of a two-head SSD layer".
+
+    Used in Chapter 5, Exercise 5.3.
 
     The answer is a function ``ssd_operator(a, B, C, V)`` taking the per-head decays
     ``a (H, n)`` in (0, 1), the input-dependent ``B (n, N)`` and ``C (n, N)`` (shared by the
