@@ -30,7 +30,7 @@ _GELFAND_MAX_LAG = 100_000  # powers gelfand_constant forms at most, unless max_
 
 from ._validate import as_array, check_allocation, check_total, check_nonempty, check_positive_int, check_size
 from .heads import FactorizedHeads, SoftmaxSinkHeads
-from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system
+from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system, _checked_lags
 
 __all__ = [
     "jacobian",
@@ -83,10 +83,11 @@ def _times(arr: np.ndarray, s: float) -> np.ndarray:
 def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """``d y_i / d x_j`` for the query positions ``rows`` and every key ``j``: shape (len(rows), n, p, d).
 
-    Per head, with ``P_j = W_O v_j``, ``O_i = W_O o_i = sum_m a_im P_m``,
-    ``g_i = W_K^T q_i / sqrt(d_k)`` and ``f_m = W_Q^T k_m / sqrt(d_k)``:
-    ``J[i, j] = sum_h [a_ij V_h + a_ij (P_j - O_i) g_i^T]`` plus, on ``j = i``, the query
-    path ``sum_h sum_m a_im (P_m - O_i) f_m^T``.
+    The paths of Proposition 4.1 (:func:`_attention_paths`) with the guards around them: the
+    memory the paths take, and overflow of the queries and keys or of the paths. Per head, with
+    ``P_j = W_O v_j``, ``O_i = W_O o_i = sum_m a_im P_m``, ``g_i = W_K^T q_i / sqrt(d_k)`` and
+    ``f_m = W_Q^T k_m / sqrt(d_k)``: ``J[i, j] = sum_h [a_ij V_h + a_ij (P_j - O_i) g_i^T]``
+    plus, on ``j = i``, the query path ``sum_h sum_m a_im (P_m - O_i) f_m^T``.
 
     Scale-safe: the weights come from ``MultiHeadAttention._weights`` (finite and exactly
     0 or 1 when the scores overflow), and the paths are formed from the centred values
@@ -101,34 +102,51 @@ def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) ->
     check_allocation("X", (r, n, mha.p, mha.d), "the Jacobian", "use a shorter X or jacobian_row")
     check_total("X", float(r) * n * (2 * mha.p * mha.d + 2 * mha.H * mha.p + 2 * mha.H),
                 "the Jacobian and its per-head paths", "use a shorter X or jacobian_row")
-    scale = 1.0 / np.sqrt(mha.d_k)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         Q, K = mha._queries_keys(X)  # (H, n, d_k)
         if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(K))):
             raise ValueError(f"X is too large for this layer: its queries and keys overflow the largest "
                              f"float (max |X| = {np.max(np.abs(X)):.3e}); rescale X")
-        a = mha._weights(Q, K, rows)  # (H, r, n)
-        V = mha.value_maps()  # (H, p, d)
-        P, sP = _unit(np.einsum("hpd,nd->hnp", V, X))  # (H, n, p): W_O v_j = V_h x_j
-        g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)  # (H, r, d)
-        f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)  # (H, n, d)
-        O = np.einsum("hrn,hnp->hrp", a, P)  # (H, r, p)
-        D = a[:, :, :, None] * (P[:, None, :, :] - O[:, :, None, :])  # (H, r, n, p): a_ij (P_j - O_i)
-        J = np.tensordot(a, V, axes=(0, 0))  # value path, (r, n, p, d)
-        # key path sum_h a_ij (P_j - O_i) g_i^T, batched over i as (n p, H) @ (H, d)
-        key = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H) @ g.transpose(1, 0, 2)
-        J += _times(key.reshape(J.shape), sP * sg)
-        # query path, on j == i only
-        query = np.einsum("hrmp,hmd->rpd", D, f)
-        J[np.arange(r), rows] += _times(query, sP * sf)
+        J = _attention_paths(mha, X, Q, K, rows)
     if not np.all(np.isfinite(J)):
         raise ValueError(f"X is too large for this layer: the Jacobian's key and query paths overflow the "
                          f"largest float (max |X| = {np.max(np.abs(X)):.3e}); rescale X")
     return J
 
 
+def _attention_paths(mha: MultiHeadAttention, X, Q, K, rows) -> np.ndarray:
+    """The three paths of Proposition 4.1 at the query positions ``rows``: (r, n, p, d).
+
+    Core of :func:`jacobian` and :func:`jacobian_row` for attention, on a checked ``X``
+    (n, d) with finite queries and keys ``Q, K`` (H, n, d_k). Per head, ``P_j = V_h x_j``
+    (the value ``v_j`` through ``W_O``), ``O_i = sum_m a_im P_m`` (the output ``y_i``),
+    ``g_i = W_K^T q_i / sqrt(d_k)`` and ``f_m = W_Q^T k_m / sqrt(d_k)``. ``P, g, f`` are
+    divided by powers of two (exact) and their scales applied last (see
+    :func:`_attention_rows`).
+    """
+    r, scale = rows.size, 1.0 / np.sqrt(mha.d_k)
+    a = mha._weights(Q, K, rows)  # (H, r, n): a_ij
+    V = mha.value_maps()  # (H, p, d): V_h = W_O^h W_V^h
+    P, sP = _unit(np.einsum("hpd,nd->hnp", V, X))  # (H, n, p)
+    g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)  # (H, r, d)
+    f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)  # (H, n, d)
+    O = np.einsum("hrn,hnp->hrp", a, P)  # (H, r, p)
+    # a_ij (P_j - O_i): the softmax derivative, sum_m v_m da_im/ds_ij
+    D = a[:, :, :, None] * (P[:, None, :, :] - O[:, :, None, :])  # (H, r, n, p)
+    J = np.tensordot(a, V, axes=(0, 0))  # value path sum_h a_ij V_h: (r, n, p, d)
+    # score path through k_j: sum_h a_ij (P_j - O_i) g_i^T, as (n p, H) @ (H, d)
+    key = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H) @ g.transpose(1, 0, 2)
+    J += _times(key.reshape(J.shape), sP * sg)
+    # query path, on j == i only: sum_h sum_m a_im (P_m - O_i) f_m^T
+    query = np.einsum("hrmp,hmd->rpd", D, f)
+    J[np.arange(r), rows] += _times(query, sP * sf)
+    return J
+
+
 def jacobian(model, X) -> np.ndarray:
     """The exact Jacobian ``J[i, j] = d y_i / d x_j`` of a layer at the input ``X``.
+
+    Derived in Chapter 4, Proposition 4.1 (attention); for a linear layer the Jacobian is its operator.
 
     Analytic, no finite differences: the lag operators for :class:`LinearSSM`
     (for every ``X``), the operator for the other linear layers, and the three
@@ -152,14 +170,55 @@ def jacobian(model, X) -> np.ndarray:
         (a saturated softmax at any finite scale is fine: its paths are exactly zero).
     """
     _check_model(model)
-    X = model._input(X)
     if isinstance(model, MultiHeadAttention):
+        X = model._input(X)
         return _attention_rows(model, X, np.arange(X.shape[0]))
-    return model.interaction(X)
+    if isinstance(model, FactorizedHeads):
+        model._input(X)  # refuse an integer length, which FactorizedHeads.interaction would accept
+    return model.interaction(X)  # a linear layer's Jacobian is its operator; interaction checks X
+
+
+def _row_arguments(model, X, i) -> tuple[np.ndarray, int]:
+    """Check ``model``, ``X`` and the position ``i`` once; ``i`` made nonnegative."""
+    _check_model(model)
+    X = model._input(X)
+    n = X.shape[0]
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
+        raise ValueError(f"i must be an integer position in [-{n}, {n}); got {i!r}")
+    return X, int(i) % n
+
+
+def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
+    """Row ``i`` of the Jacobian, ``d y_i / d x_j`` for every ``j``: shape (n, p, d).
+
+    Core of :func:`jacobian_row`, on a checked ``X`` of shape (n, d) and ``0 <= i < n``.
+    """
+    n = X.shape[0]
+    if isinstance(model, MultiHeadAttention):
+        # Proposition 4.1 at the one query position i: value, key and
+        # query paths, summed over heads
+        return _attention_rows(model, X, np.array([i]))[0]
+    if isinstance(model, (FactorizedHeads, SoftmaxSinkHeads)):
+        return model.interaction(X)[i]  # the heads' operator (Chapter 3)
+    # A linear time-invariant layer: the Jacobian is its operator,
+    # d y_i / d x_j = K_{i-j} (Chapter 1), whatever the input
+    if isinstance(model, LinearSSM):
+        # K_l = C A^l B for l <= i, and K_0 = C B + D
+        K = _checked_lags(model.A, model.B, model.C, i + 1, model.D)
+    elif isinstance(model, Convolution):
+        K = model.kernel  # L taps
+    else:
+        K = model.W[None]  # position-wise: one tap
+    taps = min(i + 1, K.shape[0])
+    row = np.zeros((n, model.p, model.d))
+    row[i + 1 - taps: i + 1] = K[:taps][::-1]  # row[j] = K_{i-j}, 0 for j > i
+    return row
 
 
 def jacobian_row(model, X, i: int = -1) -> np.ndarray:
     """One row of the Jacobian, ``d y_i / d x_j`` for every ``j``: shape ``(n, p, d)``.
+
+    Derived in Chapter 4, Proposition 4.1. Used in Chapter 4, Section 4.2.
 
     Costs ``O(n)`` instead of ``O(n^2)`` for attention and SSMs, so it works for long
     sequences. ``i`` may be negative (``-1`` is the last position).
@@ -174,24 +233,14 @@ def jacobian_row(model, X, i: int = -1) -> np.ndarray:
     -------
     ndarray, shape (n, p, d)
     """
-    _check_model(model)
-    X = model._input(X)
-    n = X.shape[0]
-    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
-        raise ValueError(f"i must be an integer position in [-{n}, {n}); got {i!r}")
-    i = int(i) % n
-    if isinstance(model, MultiHeadAttention):
-        return _attention_rows(model, X, np.array([i]))[0]
-    if isinstance(model, LinearSSM):
-        K = model.lag_operators(i + 1)  # K[l] for l = i - j
-        row = np.zeros((n, model.p, model.d))
-        row[: i + 1] = K[::-1]
-        return row
-    return model.interaction(X)[i]
+    X, i = _row_arguments(model, X, i)
+    return _jacobian_row(model, X, i)
 
 
 def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: float = 1e-6) -> np.ndarray:
     """Central-difference Jacobian of any sequence map, for checking analytic ones.
+
+    Used in Chapter 4, Section 4.1.
 
     ``J[i, j, :, c] = (f(X + eps E_jc) - f(X - eps E_jc))[i] / (2 eps)``, with ``E_jc``
     the unit change of coordinate ``c`` of token ``j``: ``2 n d`` evaluations of ``f``.
@@ -255,6 +304,8 @@ def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: fl
 def gradient_profile(model, X, i: int = -1):
     """Norms ``||d y_i / d x_j||`` (spectral) against distance ``i - j``, for ``j <= i``.
 
+    Used in Chapter 4, Section 4.8.
+
     Parameters
     ----------
     model : as in :func:`jacobian`
@@ -269,8 +320,8 @@ def gradient_profile(model, X, i: int = -1):
     norms : ndarray, shape (i + 1,)
         ``norms[l] = ||d y_i / d x_{i-l}||``.
     """
-    row = jacobian_row(model, X, i)
-    i = int(i) % row.shape[0]
+    X, i = _row_arguments(model, X, i)
+    row = _jacobian_row(model, X, i)
     distances = np.arange(i + 1)
     norms = np.linalg.norm(row[i - distances], ord=2, axis=(1, 2))
     return distances, norms
@@ -278,6 +329,8 @@ def gradient_profile(model, X, i: int = -1):
 
 def highway_input(attention: MultiHeadAttention, n: int, a: float, key: int = 0, head: int = 0) -> np.ndarray:
     """Theorem 4.1's input: the last token attends to position ``key`` with weight exactly ``a``.
+
+    Derived in Chapter 4, Theorem 4.1.
 
     With ``M = W_K^T W_Q`` of the chosen head, take ``u`` the top right singular vector of
     ``M`` and ``w = M u``. The input has ``x_{n-1} = u`` (the query), ``x_key = t w / ||w||``
@@ -359,6 +412,8 @@ def _norm2(arr: np.ndarray) -> float:
 def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     """``kappa(rho_bar) = sup_l ||A^l|| / rho_bar^l`` (spectral norm), for ``rho(A) < rho_bar``.
 
+    Derived in Chapter 4, Proposition 4.3.
+
     Finite by Gelfand's formula ``||A^l||^(1/l) -> rho(A)``. For a normal ``A``
     (``A A^T = A^T A`` up to rounding) ``||A^l|| = rho(A)^l`` and ``kappa = 1``
     (attained at ``l = 0``) without forming a power. Otherwise the powers are formed
@@ -395,6 +450,11 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     A = as_array("A", A, 2, "(N, N)")
     if A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
+    return _gelfand_constant(A, rho_bar, max_lag)
+
+
+def _gelfand_constant(A: np.ndarray, rho_bar, max_lag: int | None = None) -> float:
+    """:func:`gelfand_constant` on a checked square ``A``: checks ``rho_bar`` and ``max_lag``, then searches."""
     rho = float(np.max(np.abs(np.linalg.eigvals(A))))
     if isinstance(rho_bar, (bool, np.bool_)) or not isinstance(rho_bar, (int, float, np.integer, np.floating)) \
             or not np.isfinite(rho_bar) or not rho < rho_bar:
@@ -448,6 +508,8 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
 class DecayBound:
     """Proposition 4.3's bounds on ``||C A^l B||`` at the given lags.
 
+    Derived in Chapter 4, Proposition 4.3.
+
     Attributes
     ----------
     lags : ndarray of int
@@ -469,6 +531,8 @@ class DecayBound:
 
 def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
     """Bounds on the Jacobian norms ``||d y_i / d x_j|| = ||C A^(i-j) B||`` of a stable SSM.
+
+    Derived in Chapter 4, Proposition 4.3.
 
     Parameters
     ----------
@@ -512,7 +576,7 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
                          f"{np.max(np.abs(B)):.3e}, max |C| = {np.max(np.abs(C)):.3e}), so the bounds are "
                          f"not representable; rescale B and C")
     try:
-        kappa = gelfand_constant(A, rho_bar)
+        kappa = _gelfand_constant(A, rho_bar)
     except _KappaOverflow:
         raise
     except ValueError as exc:
@@ -589,33 +653,40 @@ def _check_weights_scale(b: np.ndarray, c: np.ndarray) -> None:
 
 
 def _delay_loss_grad(nu, theta, b, c, L, n):
-    """Batched exact delay-L loss and its gradient; parameters of shape (R, M), L of shape (R,).
+    """Exact delay-L loss and its gradient, batched over R runs.
 
-    K_l = Re sum_m c_m b_m lambda_m^l with lambda_m = exp(mu_m), mu_m = -exp(nu_m) + i theta_m.
-    Loss = sum_l w_l (K_l - delta_lL)^2 / w_L with w_l = n - l. For a real function of a complex
-    parameter the gradient is returned as d/dRe + i d/dIm: d K_l / d c_m = conj(b_m lambda_m^l), and
-    with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h, d K_l / d theta = -Im h.
+    Core of :func:`delay_task_loss`, :func:`train_diagonal_ssm` and
+    :func:`delay_task_sweep`. Parameters of shape (R, M), L of shape (R,).
+    K_l = Re sum_m c_m b_m lambda_m^l, lambda_m = exp(mu_m), mu_m = -exp(nu_m) + i theta_m;
+    loss = sum_l w_l (K_l - delta_lL)^2 / w_L with w_l = n - l. For a real function of
+    a complex parameter the gradient is returned as d/dRe + i d/dIm:
+    d K_l / d c_m = conj(b_m lambda_m^l), and with h = c b l lambda^l,
+    d K_l / d nu = -exp(nu) Re h, d K_l / d theta = -Im h.
     """
     lags = np.arange(n)
     Z, decay = _mode_powers(nu, theta, lags)  # (R, n, M): lambda_m^l
     g = c * b
-    K = np.einsum("rlm,rm->rl", Z, g).real  # (R, n)
-    w = (n - lags).astype(float)
-    wL = (n - L).astype(float)
+    K = np.einsum("rlm,rm->rl", Z, g).real  # (R, n): the kernel K_l
+    w = (n - lags).astype(float)  # lag l is seen by the n - l positions i >= l
+    wL = (n - L).astype(float)  # the loss of K = 0
     resid = K.copy()
-    resid[np.arange(K.shape[0]), L] -= 1.0
+    resid[np.arange(K.shape[0]), L] -= 1.0  # K_l - delta_lL
     loss = np.sum(w * resid**2, axis=1) / wL
     e = 2.0 * w[None, :] * resid / wL[:, None]  # d loss / d K_l
-    S = np.einsum("rl,rlm->rm", e, Z)
+    S = np.einsum("rl,rlm->rm", e, Z)  # sum_l e_l lambda_m^l
+    # sum_l e_l d(lambda_m^l)/d mu_m, since d(lambda^l)/d mu = l lambda^l
     T = np.einsum("rl,rlm->rm", e * lags, Z)
     h = g * T
     with np.errstate(over="ignore", invalid="ignore"):
-        gnu = np.where(h.real == 0, 0.0, -decay * h.real)  # exp(nu) = inf only where every lambda^l, l >= 1, is 0
+        # exp(nu) = inf only where every lambda^l with l >= 1 is 0
+        gnu = np.where(h.real == 0, 0.0, -decay * h.real)
     return loss, K, (gnu, -h.imag, np.conj(c * S), np.conj(b * S))
 
 
 def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
     """Impulse response ``K_l = Re sum_m c_m b_m lambda_m^l`` of a diagonal complex SISO SSM.
+
+    Used in Chapter 4, Section 4.9.
 
     The modes are ``lambda_m = exp(-exp(nu_m) + i theta_m)`` (the LRU parametrisation: every
     real ``nu`` gives ``|lambda_m| < 1``). The state is ``h_i = Lambda h_{i-1} + b x_i`` in
@@ -655,6 +726,8 @@ def _check_diagonal(nu, theta, b, c):
 
 def delay_task_loss(nu, theta, b, c, L: int, n: int):
     """Exact white-noise loss of a diagonal SSM on the delay-``L`` task, with its gradient.
+
+    Derived in Chapter 4, Exercise 4.8. Used in Chapter 4, Section 4.9.
 
     Task: ``y_i = x_{i-L}`` at every position ``i < n`` of a white-noise sequence (zero before
     the start). By the white-noise identity of Chapter 3 (the weights after Corollary 3.1; derived in
@@ -802,6 +875,8 @@ def _train_diagonal_batch(Ls, n, modes, radii, seeds, steps, lr):
 class DiagonalSSMResult:
     """Outcome of :func:`train_diagonal_ssm`.
 
+    Used in Chapter 4, Section 4.9.
+
     Attributes
     ----------
     losses : ndarray, shape (steps + 1,)
@@ -867,6 +942,8 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
                        lr: float = 0.02, seed: int = 0) -> DiagonalSSMResult:
     """Train a diagonal complex SSM on the delay-``L`` task by Adam on the exact loss.
 
+    Used in Chapter 4, Section 4.9.
+
     The model (:func:`diagonal_ssm_kernel`) can represent the delay when ``L < 2 M``: ``M``
     modes with free phases and weights fit ``K_l = delta_{lL}`` on ``l < n`` closely once ``M``
     is a few dozen, so what the run measures is whether gradient descent *finds* it. (For
@@ -918,6 +995,8 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
 def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500, lr: float = 0.02) -> np.ndarray:
     """Final losses of :func:`train_diagonal_ssm` over a grid, all runs trained at once.
 
+    Used in Chapter 4, Section 4.9.
+
     Each run is exactly the run ``train_diagonal_ssm(L, n, modes, radius, steps, lr, seed)``
     (same initialisation, same steps); they are stacked so each Adam step is one vectorised
     computation over runs, lags and modes.
@@ -964,6 +1043,8 @@ def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500
 
 def recall_loss(W, bias, queries, keys, values, match):
     """Loss of one softmax head on an associative-recall batch, with its exact gradient.
+
+    Used in Chapter 4, Section 4.11.
 
     Each sequence holds ``n`` key-value pairs at positions ``j = 0..n-1`` and a query after
     them, at position ``n``; the query is the key of pair ``match`` and the target its value.
@@ -1070,6 +1151,8 @@ def _recall_batch(rng, B, n, d_k, d_v, distance, max_distance=None):
 class RecallResult:
     """Outcome of :func:`train_recall_head`.
 
+    Used in Chapter 4, Section 4.11.
+
     Attributes
     ----------
     losses : ndarray, shape (steps + 1,)
@@ -1116,6 +1199,8 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
                       position: str = "learned", slope: float = 0.05, distance: int | None = None,
                       tol: float = 0.05, seed: int = 0, max_distance: int | None = None) -> RecallResult:
     """Train one content-based softmax head on associative recall by Adam (analytic gradients).
+
+    Used in Chapter 4, Section 4.11.
 
     Each step draws a fresh batch of ``batch`` sequences of ``n`` random key-value pairs
     (keys ``N(0, I / d_k)``, values ``N(0, I)``) and a query equal to the key of one pair,
@@ -1208,6 +1293,8 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
 
 def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1):
     """Loss and mean weight on the match of a trained head, at each distance.
+
+    Used in Chapter 4, Section 4.11.
 
     Parameters
     ----------

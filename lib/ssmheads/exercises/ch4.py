@@ -38,6 +38,8 @@ def _compare_jacobian(out, expected: np.ndarray, label: str) -> None:
 def check_head_jacobian(head_jacobian: Callable) -> CheckResult:
     """Chapter 4, exercise "the Jacobian of a head": Proposition 4.1 by hand.
 
+    Used in Chapter 4, Exercise 4.1.
+
     The answer is a function ``head_jacobian(W_Q, W_K, V, X)`` for one causal softmax head
     with ``W_Q, W_K (d_k, d)``, value map ``V (p, d)`` and input ``X (n, d)``, returning
     ``J (n, n, p, d)`` with ``J[i, j] = d y_i / d x_j``.
@@ -58,6 +60,8 @@ def check_head_jacobian(head_jacobian: Callable) -> CheckResult:
 
 def check_highway_input(make_input: Callable) -> CheckResult:
     """Chapter 4, exercise "build the highway": Theorem 4.1's input by hand.
+
+    Used in Chapter 4, Exercise 4.2.
 
     The answer is a function ``make_input(W_Q, W_K, n, a, key)`` returning ``X (n, d)`` on
     which a causal softmax head with these query and key maps gives the last position
@@ -85,6 +89,8 @@ def check_highway_input(make_input: Callable) -> CheckResult:
 def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
     """Chapter 4, exercise "an SSM's gradient profile".
 
+    Used in Chapter 4, Exercise 4.3.
+
     The answer is a function ``ssm_profile(A, B, C, n)`` returning the spectral norms
     ``||d y_{n-1} / d x_{n-1-l}||`` for ``l = 0, ..., n-1``: shape ``(n,)``.
     """
@@ -104,6 +110,8 @@ def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
 
 def check_delay_loss(delay_loss: Callable) -> CheckResult:
     """Chapter 4, exercise "the exact loss of the delay task".
+
+    Used in Chapter 4, Exercise 4.8.
 
     The answer is a function ``delay_loss(K, L)`` taking an impulse response ``K (n,)`` and
     a delay ``0 <= L < n`` and returning the expected squared error of ``y_i = x_{i-L}`` on a

@@ -15,6 +15,8 @@ MAX_N = 100_000
 def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed: int = 4):
     """Input-Jacobian norms ``||d y_n / d x_j||`` against the distance ``n - j`` (log-log axes).
 
+    Used in Chapter 4, Section 4.13.
+
     The query is fixed at the last position ``n`` and the key moves. Five curves: one
     softmax head on Theorem 4.1's input with weight ``a`` on a single key, rebuilt with the
     key at each distance (flat, at the price of a key of norm ~ log n); the SSM
@@ -81,6 +83,8 @@ def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed
 
 def highway_explorer():
     """Explorer for Chapter 4: ``rho``, ``n`` and ``a`` give the gradient profiles.
+
+    Used in Chapter 4, Section 4.13.
 
     Returns
     -------
