@@ -24,10 +24,10 @@ from scipy.linalg import solve_discrete_lyapunov
 from scipy.optimize import linprog
 
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
-from .models import _check_system, _Layer, _spectral_radius, lag_operators
-from .operator import toeplitz_operator
-from .span import (_check_rtol, _rank_from, _running_count, _unvec, _vec, default_rtol,
-                   minimal_polynomial_degree, span_basis)
+from .models import _check_system, _checked_lags, _Layer, _spectral_radius
+from .operator import _toeplitz
+from .span import (_check_rtol, _minimal_polynomial_degree, _rank_from, _running_count, _scaled_columns, _unvec,
+                   _vec, default_rtol)
 
 __all__ = [
     "FactorizedHeads",
@@ -128,6 +128,8 @@ class FactorizedHeads(_Layer):
     The operator is causal and block-Toeplitz with lags
     ``Khat_l = sum_h c_h(l) V_h`` (:meth:`lag_operators`). Sequences of any length
     ``n <= n_max`` are accepted.
+
+    Used in Chapter 3, Theorem 3.1 (the heads of the head-count theorem).
     """
 
     def __init__(self, coefficients, values):
@@ -137,6 +139,19 @@ class FactorizedHeads(_Layer):
         check_size("values", V, 0, c.shape[0], "the number of heads H of coefficients")
         check_nonempty("values", V, 1, "the output width p")
         check_nonempty("values", V, 2, "the token width d")
+        self._store(c, V)
+
+    @classmethod
+    def _from_checked(cls, coefficients: np.ndarray, values: np.ndarray) -> "FactorizedHeads":
+        """Heads from arrays the library built and checked: finite floats of shapes (H, n_max), (H, p, d).
+
+        Not validated again; copied as the public constructor copies (same memory layout).
+        """
+        heads = cls.__new__(cls)
+        heads._store(np.array(coefficients, dtype=float), np.array(values, dtype=float))
+        return heads
+
+    def _store(self, c: np.ndarray, V: np.ndarray) -> None:
         c.flags.writeable = False
         V.flags.writeable = False
         self.coefficients, self.values = c, V
@@ -146,7 +161,7 @@ class FactorizedHeads(_Layer):
     def __repr__(self) -> str:
         return f"FactorizedHeads(H={self.num_heads}, n_max={self.n_max}, d={self.d}, p={self.p})"
 
-    def _length(self, n_or_X, name: str = "n_or_X (an input X)") -> int:
+    def _length(self, n_or_X, name: str = "X") -> int:
         if isinstance(n_or_X, (int, np.integer)) and not isinstance(n_or_X, (bool, np.bool_)):
             n = check_positive_int("n", n_or_X)
         else:
@@ -154,6 +169,10 @@ class FactorizedHeads(_Layer):
             check_nonempty(name, X, 0, "the sequence length n")
             check_size(name, X, 1, self.d, "the layer's token width d")
             n = X.shape[0]
+        return self._within(n)
+
+    def _within(self, n: int) -> int:
+        """``n``, refused if it exceeds ``n_max``."""
         if n > self.n_max:
             raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
         return n
@@ -164,7 +183,10 @@ class FactorizedHeads(_Layer):
             n = check_positive_int("n", n)
             if n > self.n_max:
                 raise ValueError(f"n = {n} exceeds n_max = {self.n_max} of these heads")
-        n = self.n_max if n is None else n
+        return self._lags(self.n_max if n is None else n)
+
+    def _lags(self, n: int) -> np.ndarray:
+        """Core of :meth:`lag_operators` for a checked ``n <= n_max``, refusing an overflow."""
         with np.errstate(over="ignore", invalid="ignore"):
             K = np.einsum("hl,hpd->lpd", self.coefficients[:, :n], self.values)
         if not np.all(np.isfinite(K)):
@@ -185,7 +207,7 @@ class FactorizedHeads(_Layer):
         Y : ndarray, shape (n, p)
         """
         X = self._input(X)
-        n = self._length(X, "X")
+        n = self._within(X.shape[0])
         check_allocation("X", (self.num_heads, n, n), "the causal kernels c_h(i - j)",
                          "use a shorter X, or fewer heads")
         with np.errstate(over="ignore", invalid="ignore"):
@@ -212,7 +234,7 @@ class FactorizedHeads(_Layer):
         """
         n = self._length(n_or_X)
         check_allocation("n_or_X", (n, n, self.p, self.d), "the operator W", "use forward(X) or a shorter length")
-        return toeplitz_operator(self.lag_operators(n), n)
+        return _toeplitz(self._lags(n), n)
 
 
 def optimal_heads(K, H: int, weights=None):
@@ -223,6 +245,8 @@ def optimal_heads(K, H: int, weights=None):
     vectors of ``G_w = [sqrt(w_l) vec K_l]`` (reshaped, orthonormal in the Frobenius
     inner product) and ``c_h(l) = <V_h, K_l>_F``; the minimum is the tail
     ``sum_{r > H} sigma_r(G_w)^2`` (Eckart-Young-Mirsky).
+
+    Derived in Chapter 3, Corollary 3.1.
 
     Parameters
     ----------
@@ -305,6 +329,8 @@ def _weighted_columns(K: np.ndarray, w: np.ndarray) -> np.ndarray:
 def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
     """Optimal residual of :func:`optimal_heads` for ``H = 0, 1, ..., H_max``, from one SVD.
 
+    Derived in Chapter 3, Corollary 3.1 (the head-count figure of Section 3.3 draws it).
+
     Parameters
     ----------
     K : array, shape (n, p, d)
@@ -340,6 +366,8 @@ def white_noise_weights(n: int) -> np.ndarray:
 
     With these weights the loss of :func:`optimal_heads` equals the expected
     total squared error ``E sum_i ||y_i - yhat_i||^2`` on white-noise input.
+
+    Derived in Chapter 3, Section 3.2.
     """
     n = check_positive_int("n", n)
     check_allocation("n", (n,), "the weights w_l", "use a smaller n")
@@ -354,7 +382,10 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     Theorem 3.1). The number of heads ``k`` is counted by the rule of
     :func:`ssmheads.span.lag_span_dimension` (the largest count over the prefixes of
     the lags, capped at the minimal polynomial degree), and the value maps are the
-    top ``k`` left singular directions of ``[vec K_0, ..., vec K_{n-1}]``.
+    top ``k`` left singular directions of ``[vec K_0, ..., vec K_{n-1}]``; the
+    construction itself is the private core ``_exact_heads``, which the chapter shows.
+
+    Derived in Chapter 3, Theorem 3.1.
 
     Parameters
     ----------
@@ -371,12 +402,24 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
         With ``num_heads == lag_span_dimension(A, B, C, n, rtol)`` and ``n_max == n``.
     """
     A, B, C, _ = _check_system(A, B, C)
-    n = check_positive_int("n", n)
-    K = lag_operators(A, B, C, n)
-    G = np.ldexp(_vec(K), -_binary_exponent(K))  # exact: the same counts as on K itself
-    k = _running_count(G, C.shape[0], B.shape[1], rtol, minimal_polynomial_degree(A, rtol))
-    coefficients, values, _, _ = _best_heads(K, k, G)
-    return FactorizedHeads(coefficients, values)
+    coefficients, values = _exact_heads(A, B, C, check_positive_int("n", n), rtol)
+    return FactorizedHeads._from_checked(coefficients, values)
+
+
+def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol):
+    """Coefficients (k, n) and value maps (k, p, d) of ``k = k(n)`` heads that reproduce the SSM.
+
+    Core of :func:`exact_heads`, on checked arrays: the sufficiency half of Theorem 3.1 with an
+    orthonormal basis of the lag span, read off the thin SVD of ``G = [vec K_0, ..., vec K_{n-1}]``.
+    """
+    p, d = C.shape[0], B.shape[1]
+    K = _checked_lags(A, B, C, n)  # the lags K_l = C A^l B, l < n
+    G = np.ldexp(_vec(K), -_binary_exponent(K))  # stack the columns vec K_l (divided by 2^e: exact)
+    k = _running_count(G, p, d, rtol, _minimal_polynomial_degree(A, rtol))  # k = dim span{K_l}, Chapter 2's rule
+    U, _, _ = np.linalg.svd(G, full_matrices=False)  # thin SVD G = U S Q^T
+    values = np.ascontiguousarray(_unvec(U[:, :k], p, d))  # a basis: V_h = unvec(U[:, h]), orthonormal
+    coefficients = np.einsum("hpd,lpd->hl", values, K)  # coordinates c_h(l) = <V_h, K_l>_F
+    return coefficients, values
 
 
 #: Largest Stein equation :func:`stationary_residual` solves: size ``N min(p, d)``. Its dense
@@ -394,6 +437,8 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
     ``M_inf = sum_l vec K_l vec K_l^T = (B^T kron C) P (B kron C^T)``, where ``P`` solves
     the Stein equation ``P = vec(I) vec(I)^T + (I kron A) P (I kron A)^T`` on ``N^2 x N^2``
     matrices.
+
+    Derived in Chapter 3, Section 3.4.1.
 
     That equation is not solved here: its cost is ``O(N^6)``. Instead, ``vec K_l`` is the
     output ``(I_d kron C) x_l`` of the state ``x_l = vec(A^l B) = (I_d kron A)^l vec B`` of
@@ -487,6 +532,8 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
 class FitResult:
     """Outcome of :func:`fit_heads`.
 
+    Used in Chapter 3, Section 3.3.
+
     Attributes
     ----------
     heads : FactorizedHeads
@@ -532,6 +579,8 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
 
     ``dL/dKhat_l = (2 / (batch n)) sum_b sum_i (yhat_i - y_i) x_{i-l}^T``,
     ``dL/dc_h(l) = <dL/dKhat_l, V_h>_F``, ``dL/dV_h = sum_l c_h(l) dL/dKhat_l``.
+
+    Used in Chapter 3, Section 3.3 (the head-count figure).
 
     The learning rate decays from ``lr`` to ``final_lr`` on a cosine schedule.
     Initialisation: ``V_h`` Gaussian with variance ``1/(pd)``, ``c_h(l)`` Gaussian with
@@ -616,7 +665,7 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
         raise ValueError(f"fit_heads diverged: the loss stopped being finite at step {first} of {steps}; use a "
                          f"smaller lr (got {lr!r}) or final_lr (got {final_lr!r}), or rescale K "
                          f"(max|K| = {top:.3g})")
-    return FitResult(FactorizedHeads(c, V), losses, recorded, record_every)
+    return FitResult(FactorizedHeads._from_checked(c, V), losses, recorded, record_every)
 
 
 #: Largest learning rate (``lr`` and ``final_lr``) that :func:`fit_heads` accepts: Adam moves
@@ -665,7 +714,8 @@ def _nonzero_lags(K: np.ndarray, rtol: float | None):
     """
     n, p, d = K.shape
     tol = _check_rtol(rtol, default_rtol(n, p, d))
-    basis = span_basis(K, rtol)  # (k, p, d)
+    U, s, _ = np.linalg.svd(_scaled_columns(K)[0], full_matrices=False)  # as span_basis(K, rtol), unchecked
+    basis = _unvec(U[:, :_rank_from(s, tol)], p, d)  # (k, p, d)
     coords = np.einsum("kpd,lpd->lk", basis, K)  # (n, k)
     norms = np.sqrt(np.einsum("lpd,lpd->l", K, K))
     nonzero = norms > tol * max(float(norms.max()), np.finfo(float).tiny)
@@ -693,6 +743,8 @@ def is_pointed(K, rtol: float | None = None) -> bool:
     program ``find f with <f, K_l / ||K_l||_F> >= 1`` for the nonzero lags
     (``scipy.optimize.linprog``, HiGHS).
 
+    Derived in Chapter 3, Section 3.7 (Gordan's alternative, before Theorem 3.2).
+
     Parameters
     ----------
     K : array, shape (n, p, d)
@@ -718,6 +770,8 @@ def nonnegative_head_count(K, rtol: float | None = None) -> int:
     """``H+``: the fewest heads with nonnegative coefficients that reproduce the lags (Theorem 3.2).
 
     ``k`` if the cone of the lags is pointed, ``k + 1`` otherwise.
+
+    Derived in Chapter 3, Theorem 3.2.
     """
     K = _unit_scale(_lags(K))
     k = _rank(K, rtol)
@@ -747,6 +801,8 @@ def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> Fac
     ``b_{k+1} = -sum_h b_h``, with ``c_h(l) = x_h(l) + t_l`` and ``c_{k+1}(l) = t_l``,
     where ``t_l = max(0, -min_h x_h(l))`` (plus ``0.1 max|x|`` when ``strict``).
 
+    Derived in Chapter 3, Theorem 3.2 (the constructions of its proof).
+
     Parameters
     ----------
     K : array, shape (n, p, d)
@@ -764,8 +820,12 @@ def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> Fac
     K = _lags(K)
     if not isinstance(strict, (bool, np.bool_)):
         raise ValueError(f"strict must be True or False; got {strict!r}")
+    return FactorizedHeads._from_checked(*_nonnegative_heads(K, rtol, strict))
+
+
+def _nonnegative_heads(K: np.ndarray, rtol, strict: bool):
+    """Core of :func:`nonnegative_heads` on checked lags: coefficients (H, n) ``>= 0`` and value maps (H, p, d)."""
     exponent = _binary_exponent(K)
-    n, p, d = K.shape
     basis, coords, nonzero = _nonzero_lags(np.ldexp(K, -exponent), rtol)  # coordinates of K / 2^exponent
     k = basis.shape[0]
     if k == 0:
@@ -786,14 +846,13 @@ def nonnegative_heads(K, rtol: float | None = None, strict: bool = False) -> Fac
         beta = np.linalg.lstsq(system, np.vstack([coords.T, scale]), rcond=None)[0]  # (k, n)
         coefficients = np.where(nonzero, beta, 0.0)
         values = np.einsum("hk,kpd->hpd", vertices, basis)
-        return FactorizedHeads(_scaled_back(np.clip(coefficients, 0.0, None), exponent, "K",
-                                            "the head coefficients"), values)
+        return _scaled_back(np.clip(coefficients, 0.0, None), exponent, "K", "the head coefficients"), values
     t = np.maximum(0.0, -coords.min(axis=1))
     if strict:
         t = t + 0.1 * max(float(np.abs(coords).max()), 1e-300)
     coefficients = np.vstack([(coords + t[:, None]).T, t[None, :]])
     values = np.concatenate([basis, -basis.sum(axis=0, keepdims=True)])
-    return FactorizedHeads(_scaled_back(coefficients, exponent, "K", "the head coefficients"), values)
+    return _scaled_back(coefficients, exponent, "K", "the head coefficients"), values
 
 
 class SoftmaxSinkHeads(_Layer):
@@ -811,6 +870,10 @@ class SoftmaxSinkHeads(_Layer):
         ``scores[h, i, j]`` for keys ``j <= i``; ``scores[h, i, n_max]`` is the sink's
         score. Entries for ``j > i`` are ignored.
     values : array, shape (H, p, d)
+
+    Notes
+    -----
+    Derived in Chapter 3, Section 3.7 ("Softmax, with a sink").
     """
 
     def __init__(self, scores, values):
@@ -820,10 +883,20 @@ class SoftmaxSinkHeads(_Layer):
         check_nonempty("scores", scores, 1, "n_max")
         check_size("scores", scores, 2, n_max + 1, "n_max + 1 (keys plus the sink)")
         check_size("values", values, 0, H, "the number of heads H of scores")
+        self._store(scores, values)
+
+    @classmethod
+    def _from_checked(cls, scores: np.ndarray, values: np.ndarray) -> "SoftmaxSinkHeads":
+        """Heads from arrays the library built and checked (finite floats, consistent shapes); not validated again."""
+        heads = cls.__new__(cls)
+        heads._store(np.array(scores, dtype=float), np.array(values, dtype=float))
+        return heads
+
+    def _store(self, scores: np.ndarray, values: np.ndarray) -> None:
         scores.flags.writeable = False
         values.flags.writeable = False
         self.scores, self.values = scores, values
-        self.num_heads, self.n_max = H, n_max
+        self.num_heads, self.n_max = scores.shape[0], scores.shape[1]
         self.p, self.d = values.shape[1], values.shape[2]
 
     def __repr__(self) -> str:
@@ -887,6 +960,8 @@ def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
     ``c_h(i-j) / s_h`` sums to at most 1/2; gives the sink the remaining mass; and uses
     the log-weights as scores.
 
+    Derived in Chapter 3, Section 3.7 ("Softmax, with a sink").
+
     Parameters
     ----------
     K : array, shape (n, p, d)
@@ -898,8 +973,7 @@ def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
         With ``n_max = n``.
     """
     K = _lags(K)
-    base = nonnegative_heads(K, rtol, strict=True)
-    c = base.coefficients  # (H, n), all > 0
+    c, values = _nonnegative_heads(K, rtol, strict=True)  # c: (H, n), all > 0
     n = c.shape[1]
     s = 2.0 * np.cumsum(c, axis=1).max(axis=1)  # (H,)
     lag = np.arange(n)[:, None] - np.arange(n)[None, :]
@@ -908,4 +982,4 @@ def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
     with np.errstate(divide="ignore"):
         scores = np.concatenate([np.log(w), np.log(sink)[:, :, None]], axis=2)
     scores = np.where(np.isfinite(scores), scores, 0.0)  # entries above the diagonal are ignored
-    return SoftmaxSinkHeads(scores, base.values * s[:, None, None])
+    return SoftmaxSinkHeads._from_checked(scores, values * s[:, None, None])

@@ -38,6 +38,8 @@ def reference_routines_off():
     ``ssmheads.optimal_heads``, ``ssmheads.heads.optimal_heads`` and a name bound
     earlier by ``from ssmheads import optimal_heads`` are all switched off, and all
     work again after the block, also when it raises.
+
+    Used in Chapter 3, Section 3.9 (by every check of the chapter's exercises).
     """
     return _routines_off(REFERENCE_ROUTINES)
 
@@ -89,6 +91,8 @@ def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
 def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
     """Chapter 3, exercise "build the heads": the head-count theorem's construction (Theorem 3.1).
 
+    Used in Chapter 3, Exercise 3.1.
+
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with
     ``sum_h coefficients[h, l] * values[h] == K[l]`` and the fewest heads, ``H = k``.
@@ -129,6 +133,8 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
 def check_optimal_error(optimal_error: Callable) -> CheckResult:
     """Chapter 3, exercise "the Eckart-Young tail".
 
+    Used in Chapter 3, Exercise 3.2.
+
     The answer is a function ``optimal_error(K, H, weights)`` returning the minimum of
     ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over ``H`` heads (a float).
     The library's own routines are switched off while the answer runs.
@@ -157,6 +163,8 @@ def check_optimal_error(optimal_error: Callable) -> CheckResult:
 
 def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResult:
     """Chapter 3, exercise "count nonnegative heads": ``H+ = k`` if the cone is pointed, else ``k + 1``.
+
+    Used in Chapter 3, Exercise 3.3.
 
     The answer is a function ``nonnegative_head_count(K)`` returning an integer. The cases
     include ``k = 3`` with a pointed and a non-pointed cone, lags that are exactly zero
@@ -291,6 +299,8 @@ def _pair_target(K: np.ndarray, X: np.ndarray) -> np.ndarray:
 
 def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
     """Chapter 3, exercise "four heads on R^4": token-dependent coefficients for four fixed heads.
+
+    Used in Chapter 3, Exercise 3.6.
 
     The answer is a function ``quaternion_heads(K, X)`` taking lags ``K (n, 4, 4)`` and
     an input ``X (n, 4)`` and returning ``(alpha (4, n, n), values (4, 4, 4))``: four

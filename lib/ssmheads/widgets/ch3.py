@@ -49,6 +49,8 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     coefficients zig-zag). Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags
     matched to rounding drawn as triangles on the floor in the same way.
 
+    Used in Chapter 3, Section 3.8 (the figure above the explorer).
+
     Parameters
     ----------
     family, theta, rho, k, seed
@@ -130,6 +132,8 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
 
 def head_explorer():
     """Explorer for Chapter 3: a system, ``n`` and ``H`` give the best ``H`` heads and their error.
+
+    Used in Chapter 3, Section 3.8.
 
     Returns
     -------
