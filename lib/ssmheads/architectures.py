@@ -797,44 +797,46 @@ class S5(_Layer):
 
 
 def _selective_scan(U, Delta, Bt, Ct, A, D):
-    """Mamba-1's selective scan: ``U, Delta (n, e)``, ``Bt, Ct (n, N)``, ``A (e, N)``, ``D (e,)``; ``Y (n, e)``.
+    """Mamba-1's selective scan on checked arrays; returns ``Y``, shape ``(n, e)``.
 
-    Core of :meth:`Mamba.forward`, which checks ``X``, computes the projections
-    ``u_t, Delta_t, B_t, C_t`` and checks the output. Channel ``c`` (row ``c`` of ``h``)
-    runs its own diagonal SSM with the input-dependent step ``Delta^c_t``.
+    ``U, Delta (n, e)``, ``Bt, Ct (n, N)``, ``A (e, N)``, ``D (e,)``. Core of
+    :meth:`Mamba.forward`, which checks ``X``, computes ``u_t, Delta_t, B_t, C_t``
+    and checks the output. Row ``c`` of ``h`` is channel ``c``'s diagonal SSM.
     """
     n, e = U.shape
-    h = np.zeros((e, A.shape[1]))  # h_0 = 0: one row of N states per channel
+    h = np.zeros((e, A.shape[1]))  # h_0 = 0: N states per channel
     Y = np.empty((n, e))
     for t in range(n):
-        # h_t = exp(Delta_t A) * h_{t-1} + Delta_t B_t u_t  (ZOH for A, Euler for B)
-        h = np.exp(Delta[t][:, None] * A) * h + (Delta[t] * U[t])[:, None] * Bt[t][None, :]
+        decay = np.exp(Delta[t][:, None] * A)  # exp(Delta_t A): ZOH
+        drive = (Delta[t] * U[t])[:, None] * Bt[t][None, :]  # Delta_t B_t u_t
+        h = decay * h + drive
         Y[t] = h @ Ct[t] + D * U[t]  # y_t = C_t^T h_t + D u_t
     return Y
 
 
 def _ssd_chunked(U, log_a, Bt, Ct, c):
-    """Mamba-2's chunked SSD: ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``; ``(n, heads, P)``.
+    """Mamba-2's chunked SSD on checked arrays; returns ``(n, heads, P)``.
 
-    Core of :meth:`Mamba2.ssd_forward` (Dao & Gu 2024, ``ssd_minimal``), which checks
-    ``X`` and ``chunk``, computes the projections and applies ``W_out``. Chunks of ``c``
-    tokens; ``H`` holds each head's ``N x P`` state at the end of the previous chunk.
+    ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``, chunks of ``c``
+    tokens. Core of :meth:`Mamba2.ssd_forward` (Dao & Gu 2024, ``ssd_minimal``),
+    which checks ``X`` and ``chunk``, computes the projections and applies ``W_out``.
+    ``H`` is each head's ``N x P`` state at the end of the previous chunk.
     """
     n, heads, P = U.shape
-    H = np.zeros((heads, Bt.shape[1], P))  # the state before the first chunk is 0
+    H = np.zeros((heads, Bt.shape[1], P))  # the state before the first chunk
     Yh = np.empty((n, heads, P))
     for a0 in range(0, n, c):
         k = slice(a0, min(a0 + c, n))
         la = log_a[k].T  # (heads, m)
-        # 1. inside the chunk, the quadratic form (L * C B^T) U, L_ts = prod_{r=s+1}^t a_r
+        # 1. inside the chunk: (L * C B^T) U, L_ts = a_{s+1} ... a_t
         L = np.exp(_segsum(la))  # (heads, t, s)
         y_diag = np.einsum("hts,ts,shp->thp", L, Ct[k] @ Bt[k].T, U[k])
-        # 2. the state carried in, decayed to t: prod_{r<=t} a_r C_t^T H
-        cum = np.cumsum(la, axis=1)  # (heads, m): sum_{r<=t} log a_r within the chunk
+        # 2. the state carried in, decayed to t: (a_first ... a_t) C_t^T H
+        cum = np.cumsum(la, axis=1)  # sum of log a from the chunk's start to t
         y_off = np.einsum("ht,tm,hmp->thp", np.exp(cum), Ct[k], H)
         Yh[k] = y_diag + y_off
-        # 3. the chunk's final state: H <- prod a H + sum_s prod_{r>s} a_r B_s u_s^T
-        to_end = np.exp(cum[:, -1:] - cum)  # (heads, m): prod_{r=s+1}^{end} a_r
+        # 3. the chunk's last state: decayed H + sum_s (a_{s+1} ... a_last) B_s u_s^T
+        to_end = np.exp(cum[:, -1:] - cum)  # (heads, m)
         H_in = np.einsum("hs,sm,shp->hmp", to_end, Bt[k], U[k])
         H = np.exp(cum[:, -1])[:, None, None] * H + H_in
     return Yh
