@@ -46,6 +46,8 @@ singular value of order ``delta^(c-1)``, so it is resolved only when
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg
 
@@ -109,10 +111,17 @@ def default_rtol(m: int, p: int, d: int) -> float:
     Returns
     -------
     float
+
+    Used in Chapter 2, Section 2.1.
     """
     m = check_positive_int("m", m, minimum=0)
     p = check_positive_int("p", p)
     d = check_positive_int("d", d)
+    return _default_rtol(m, p, d)
+
+
+def _default_rtol(m: int, p: int, d: int) -> float:
+    """Core of :func:`default_rtol`: ``max(m, p*d) * eps`` for checked sizes."""
     return max(m, p * d) * EPS
 
 
@@ -135,6 +144,8 @@ def singular_values(mats) -> np.ndarray:
     are scaled back (both exact), so entries near the largest float do not
     overflow the computation.
 
+    Used in Chapter 2, Section 2.7.
+
     Parameters
     ----------
     mats : array, shape (m, p, d)
@@ -148,7 +159,11 @@ def singular_values(mats) -> np.ndarray:
     ValueError
         If a singular value exceeds the largest float (1.8e308), naming ``mats``.
     """
-    mats = _stack(mats)
+    return _singular_values(_stack(mats))
+
+
+def _singular_values(mats: np.ndarray) -> np.ndarray:
+    """Core of :func:`singular_values`, on a checked stack ``mats`` of shape (m, p, d)."""
     if mats.shape[0] == 0:
         return np.zeros(0)
     G, e = _scaled_columns(mats)
@@ -163,6 +178,11 @@ def singular_values(mats) -> np.ndarray:
 
 
 def _rank_from(s: np.ndarray, rtol: float) -> int:
+    """The rule: how many singular values ``s`` (largest first) exceed ``rtol`` times the largest.
+
+    ``s`` has shape (r,); ``rtol`` is a checked number in ``[0, 1)``. An empty or zero ``s``
+    counts 0 (every matrix is zero, so the span is ``{0}``).
+    """
     if s.size == 0 or s[0] == 0.0:
         return 0
     return int(np.count_nonzero(s > rtol * s[0]))
@@ -170,6 +190,8 @@ def _rank_from(s: np.ndarray, rtol: float) -> int:
 
 def interaction_rank(mats, rtol: float | None = None) -> int:
     """Dimension of ``span{M_1, ..., M_m}``: the interaction rank of a set of blocks.
+
+    Defined in Chapter 2, Definition 2.1 (computed by the rule stated after it).
 
     Parameters
     ----------
@@ -186,7 +208,11 @@ def interaction_rank(mats, rtol: float | None = None) -> int:
         Between 0 (all matrices zero) and ``min(m, p*d)``.
     """
     mats = _stack(mats)
-    rtol = _check_rtol(rtol, default_rtol(*mats.shape))
+    return _interaction_rank(mats, _check_rtol(rtol, _default_rtol(*mats.shape)))
+
+
+def _interaction_rank(mats: np.ndarray, rtol: float) -> int:
+    """Core of :func:`interaction_rank`: the rule on the checked stack ``mats`` (m, p, d)."""
     if mats.shape[0] == 0:
         return 0
     return _rank_from(np.linalg.svd(_scaled_columns(mats)[0], compute_uv=False), rtol)
@@ -197,6 +223,8 @@ def span_basis(mats, rtol: float | None = None) -> np.ndarray:
 
     The basis matrices are the left singular vectors of ``[vec M_1, ..., vec M_m]``,
     reshaped; they are ordered by decreasing singular value.
+
+    Used in Chapter 2, Section 2.7.
 
     Parameters
     ----------
@@ -210,8 +238,12 @@ def span_basis(mats, rtol: float | None = None) -> np.ndarray:
         ``r = interaction_rank(mats, rtol)``; ``<B_a, B_b>_F = delta_ab``.
     """
     mats = _stack(mats)
+    return _span_basis(mats, _check_rtol(rtol, _default_rtol(*mats.shape)))
+
+
+def _span_basis(mats: np.ndarray, rtol: float) -> np.ndarray:
+    """Core of :func:`span_basis`, on the checked stack ``mats`` (m, p, d): shape (r, p, d)."""
     m, p, d = mats.shape
-    rtol = _check_rtol(rtol, default_rtol(m, p, d))
     if m == 0:
         return np.zeros((0, p, d))
     U, s, _ = np.linalg.svd(_scaled_columns(mats)[0], full_matrices=False)
@@ -223,49 +255,54 @@ def _finite_lags(A, B, C, n: int) -> np.ndarray:
     return _checked_lags(A, B, C, n)
 
 
+def _tolerance(rtol, length: int, p: int, d: int) -> float:
+    """The rule's relative tolerance for ``length`` matrices of size ``p x d``.
+
+    ``rtol`` is a checked number, or ``None`` for the default ``max(length, p d) eps``.
+    """
+    return _default_rtol(length, p, d) if rtol is None else float(rtol)
+
+
 def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol) -> int:
     """The rule's count for the first ``length`` columns of ``G``."""
-    tol = _check_rtol(rtol, default_rtol(length, p, d))
-    return _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), tol)
+    return _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), _tolerance(rtol, length, p, d))
+
+
+def _interlacing_bound(s_a: np.ndarray, s_b: np.ndarray, tol_a: float) -> int:
+    """An upper bound on the count of every prefix ``G_l`` with ``a <= l <= b``.
+
+    ``s_a`` and ``s_b`` are the singular values of ``G_a`` and ``G_b``. Adding columns
+    never lowers a singular value, so ``s_i(G_l) <= s_i(G_b)``, and the threshold
+    ``tol(l) s_1(G_l) >= tol(a) s_1(G_a)``: at most ``#{i : s_i(G_b) > tol(a) s_1(G_a)}``
+    singular values of ``G_l`` can count.
+    """
+    if s_a[0] > 0:
+        return int(np.count_nonzero(s_b > tol_a * s_a[0]))
+    return int(np.count_nonzero(s_b > 0))
 
 
 def _running_count(G: np.ndarray, p: int, d: int, rtol, cap: int) -> int:
     """``min(cap, max over l <= n of the count of G[:, :l])`` for ``G`` of shape (p*d, n).
 
-    The full matrix is counted first. Other prefixes are searched by bisection
-    over intervals of lengths ``[a, b]``, pruned by interlacing: adding columns
-    never lowers a singular value, so for ``a <= l <= b`` every
-    ``s_i(G_l) <= s_i(G_b)`` and the threshold ``tol(l) s_1(G_l) >= tol(a) s_1(G_a)``;
-    an interval whose bound ``#{i : s_i(G_b) > tol(a) s_1(G_a)}`` cannot beat the
-    best count so far is skipped. The answer is the exact maximum over all
-    prefixes, usually after ``O(log n)`` SVDs.
+    ``rtol`` is a checked number, or ``None`` for the default tolerance of each prefix.
+    The full matrix is counted first: when it reaches ``cap``, no prefix is visited.
+    Otherwise the prefixes are searched by bisection over intervals of lengths
+    ``[a, b]``, skipping an interval when :func:`_interlacing_bound` shows that none of
+    its prefixes can beat the best count so far. The answer is the exact maximum over
+    all prefixes, usually after ``O(log n)`` SVDs.
     """
     n = G.shape[1]
-    cache: dict[int, np.ndarray] = {}
-
-    def svals(length: int) -> np.ndarray:
-        if length not in cache:
-            cache[length] = np.linalg.svd(G[:, :length], compute_uv=False)
-        return cache[length]
-
-    def tol(length: int) -> float:
-        return _check_rtol(rtol, default_rtol(length, p, d))
-
+    svals = functools.cache(lambda length: np.linalg.svd(G[:, :length], compute_uv=False))
+    tol = functools.partial(_tolerance, rtol, p=p, d=d)
     best = _rank_from(svals(n), tol(n))
-    if best >= cap:
-        return cap
-    if best == 0:
-        return 0  # the largest singular value is 0: every lag is zero
+    if best >= cap or best == 0:
+        return min(best, cap)  # all n lags reach the cap, or every lag is zero
     intervals = [(1, n)]
     while intervals:
         a, b = intervals.pop()
-        if min(b, p * d) <= best:
-            continue  # a prefix of l columns counts at most min(l, pd)
-        sa, sb = svals(a), svals(b)
-        bound = int(np.count_nonzero(sb > tol(a) * sa[0])) if sa[0] > 0 else int(np.count_nonzero(sb > 0))
-        if bound <= best:
-            continue
-        best = max(best, _rank_from(sa, tol(a)), _rank_from(sb, tol(b)))
+        if min(b, p * d) <= best or _interlacing_bound(svals(a), svals(b), tol(a)) <= best:
+            continue  # no prefix of a length in [a, b] counts more than best
+        best = max(best, _rank_from(svals(a), tol(a)), _rank_from(svals(b), tol(b)))
         if best >= cap:
             return cap
         if b - a > 1:
@@ -289,6 +326,8 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     hundred, and ``n`` above ``MAX_PROFILE_LENGTH`` (2048) is refused with a
     ``ValueError`` naming ``n``. For a single length use :func:`lag_span_dimension`.
 
+    Used in Chapter 2, Example 2.1 (the plateau).
+
     Parameters
     ----------
     A : array, shape (N, N)
@@ -305,7 +344,12 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
-    G = _vec(_finite_lags(A, B, C, n))  # first, so that an unstable A is reported as such
+    return _lag_span_profile(A, B, C, n, _check_rtol(rtol, None))
+
+
+def _lag_span_profile(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol) -> np.ndarray:
+    """Core of :func:`lag_span_profile`, on a checked system; refuses ``n > MAX_PROFILE_LENGTH``."""
+    G = _vec(_checked_lags(A, B, C, n))  # first, so that an unstable A is reported as such
     if n > MAX_PROFILE_LENGTH:
         raise ValueError(f"n must be at most {MAX_PROFILE_LENGTH} for lag_span_profile (one SVD per prefix); "
                          f"got n = {n}: use lag_span_dimension(A, B, C, n) for a single long length")
@@ -328,6 +372,8 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     ``rho(A)^l``) rounding in the computed lags can exceed it and be counted, so
     pass a larger ``rtol`` there.
 
+    Defined in Chapter 2, Definition 2.2 (counted by the rule of its Section 2.7).
+
     Parameters
     ----------
     A : array, shape (N, N)
@@ -344,13 +390,20 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     int
     """
     A, B, C, _ = _check_system(A, B, C)
-    return _lag_span_dimension(A, B, C, check_positive_int("n", n), rtol)
+    n = check_positive_int("n", n)
+    return _lag_span_dimension(A, B, C, n, _check_rtol(rtol, None))
 
 
 def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol) -> int:
-    """The core of :func:`lag_span_dimension`, on a checked system."""
-    G = _vec(_finite_lags(A, B, C, n))
-    return _running_count(G, C.shape[0], B.shape[1], rtol, _minimal_polynomial_degree(A, rtol))
+    """Core of :func:`lag_span_dimension`: ``k(n)`` of a checked system.
+
+    ``A`` (N, N), ``B`` (N, d), ``C`` (p, N), ``n >= 1``; ``rtol`` a checked number, or
+    ``None`` for the default tolerance of each prefix.
+    """
+    G = _vec(_checked_lags(A, B, C, n))  # (p d, n): the columns vec K_0, ..., vec K_{n-1}
+    m = _minimal_polynomial_degree(A, rtol)  # the cap k(n) <= m of Proposition 2.1 (c)
+    # the largest count of the rule over the prefixes G[:, :l], l <= n, at most m
+    return _running_count(G, C.shape[0], B.shape[1], rtol, m)
 
 
 def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, block: int = 4) -> bool:
@@ -447,6 +500,8 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     Higher powers are not needed: by Cayley-Hamilton they lie in this span. No
     characteristic polynomial is formed and no eigenvalues are computed.
 
+    Derived in Chapter 2, Equation 2.1 (``m`` is the rank of ``P_N``).
+
     Like any numerical rank, ``m`` is well defined only when the answer is
     clear-cut: two eigenvalues that differ by less than about ``rtol``
     (relative) count as one, and a cluster of ``c`` eigenvalues is resolved only
@@ -507,7 +562,7 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
 def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None) -> int:
     """The core of :func:`minimal_polynomial_degree`, on a checked square ``A``."""
     N = A.shape[0]
-    rtol = _check_rtol(rtol, default_rtol(N, N, N))
+    rtol = _check_rtol(rtol, _default_rtol(N, N, N))
     limit = MAX_ARRAY_BYTES if max_bytes is None else max_bytes
     check_allocation("A", (N, N), "a power of A", "", max_bytes=limit)  # validates max_bytes
     top = float(np.max(np.abs(A)))
@@ -543,7 +598,9 @@ def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None
 
 
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
-    """The upper bound ``min(n, rank B * rank C, m)`` on ``k(n)`` (Proposition 2.1).
+    """The upper bound ``min(n, rank B * rank C, m)`` on ``k(n)``.
+
+    Derived in Chapter 2, Proposition 2.1.
 
     Parameters
     ----------
@@ -566,6 +623,11 @@ def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
     """
     A, B, C, _ = _check_system(A, B, C)
     n = check_positive_int("n", n)
+    return _lag_span_bound(A, B, C, n, rtol)
+
+
+def _lag_span_bound(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol) -> int:
+    """Core of :func:`lag_span_bound`, on a checked system (``rtol`` is checked by the minimal polynomial's core)."""
     rank_b = int(np.linalg.matrix_rank(B))
     rank_c = int(np.linalg.matrix_rank(C))
     return min(n, rank_b * rank_c, _minimal_polynomial_degree(A, rtol))

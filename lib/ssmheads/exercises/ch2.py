@@ -42,8 +42,13 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
     integer ``dim span{C A^l B : l < n}``. It must not use ``ssmheads.span``:
     the library's span routines are switched off while it runs. The reference
     values are computed by the library before, outside that block.
+
+    Used in Chapter 2, Exercise 2.1.
     """
-    from ..span import lag_span_dimension as reference
+    from ..span import _lag_span_dimension
+
+    def reference(A, B, C, n):
+        return _lag_span_dimension(A, B, C, n, None)  # the cases are checked float arrays
 
     def expect(k):
         def test(out, label):
@@ -70,7 +75,7 @@ def _system_profile(make_system: Callable, label: str, p: int | None, d: int | N
     system whose profile grows again later.
     """
     from ..models import LinearSSM
-    from ..span import lag_span_profile
+    from ..span import _lag_span_profile
 
     out = _call(make_system, label)
     if out is NOT_ATTEMPTED:
@@ -84,7 +89,7 @@ def _system_profile(make_system: Callable, label: str, p: int | None, d: int | N
         raise _Fail(f"{label}: expected p = {p} output and d = {d} input channels; got p = {ssm.p}, d = {ssm.d}")
     if not ssm.spectral_radius < 1:
         raise _Fail(f"{label}: the system must be stable (spectral radius < 1); got {ssm.spectral_radius:.3g}")
-    return lag_span_profile(ssm.A, ssm.B, ssm.C, max(ssm.N, n_min)).tolist()
+    return _lag_span_profile(ssm.A, ssm.B, ssm.C, max(ssm.N, n_min), None).tolist()
 
 
 def _check_design(exercise: str, make_system: Any, p, d, target: Callable[[int], int], n_min: int,
@@ -115,6 +120,8 @@ def check_rank_three_system(make_system: Callable) -> CheckResult:
     The answer is a function of no arguments returning ``(A, B, C)``: a stable SSM
     with ``p = d = 2`` whose lag-span dimension is ``k(n) = min(n, 3)``, checked
     for ``n`` up to ``max(N, 7)``.
+
+    Used in Chapter 2, Exercise 2.2.
     """
     def hint(profile):
         if max(profile) > 3:
@@ -133,6 +140,8 @@ def check_long_plateau(make_system: Callable) -> CheckResult:
     The answer is a function of no arguments returning ``(A, B, C)``: a stable SSM
     (any widths) whose ``k(n)`` is 1 for ``n = 1, 2, 3`` and 2 from ``n = 4`` on,
     checked for ``n`` up to ``max(N, 7)``.
+
+    Used in Chapter 2, Exercise 2.3.
     """
     return _check_design("Chapter 2: a longer plateau", make_system, None, None,
                          lambda n: 1 if n <= 3 else 2, 7, "stable, and k(1..{n}) = {profile}")

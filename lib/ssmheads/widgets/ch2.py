@@ -22,6 +22,8 @@ FAMILIES = ("rotation", "diagonal", "Jordan", "plateau", "random with lag rank k
 def family_system(family: str, theta: float = 1.0, rho: float = 0.9, k: int = 3, seed: int = 0):
     """The example SSM of a family in the Chapter 2 explorer.
 
+    Used in Chapter 2, Section 2.9 (and in the explorer of Chapter 3).
+
     Parameters
     ----------
     family : str
@@ -71,6 +73,8 @@ def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1
     largest, on a log scale, with the default rank tolerance as a dashed line.
     Right: ``k(l)`` for ``l = 1..n`` against the bound ``min(l, rank B rank C, m)``.
 
+    Used in Chapter 2, Section 2.9.
+
     Parameters
     ----------
     family, theta, rho, k, seed
@@ -82,22 +86,23 @@ def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1
     -------
     matplotlib Figure
     """
-    from ..models import lag_operators
-    from ..span import default_rtol, lag_span_bound, lag_span_profile, singular_values
+    from ..models import _checked_lags
+    from ..span import _default_rtol, _lag_span_bound, _lag_span_profile, _singular_values
 
     ssm = family_system(family, theta, rho, k, seed)
     n = check_positive_int("n", n)
     if n > MAX_N:
         raise ValueError(f"n must be at most {MAX_N} for this figure (the profile k(1..n) costs one SVD per "
                          f"prefix); got {n}")
-    s = singular_values(lag_operators(ssm.A, ssm.B, ssm.C, n))
-    profile = lag_span_profile(ssm.A, ssm.B, ssm.C, n)
-    bound = [lag_span_bound(ssm.A, ssm.B, ssm.C, length) for length in range(1, n + 1)]
+    # ssm's arrays were checked when it was made: the cores, not the public functions
+    s = _singular_values(_checked_lags(ssm.A, ssm.B, ssm.C, n))
+    profile = _lag_span_profile(ssm.A, ssm.B, ssm.C, n, None)
+    bound = [_lag_span_bound(ssm.A, ssm.B, ssm.C, length, None) for length in range(1, n + 1)]
     fig, (left, right) = plt.subplots(1, 2, figsize=(7.6, 3.2), layout="constrained")
     rel = s / s[0] if s.size and s[0] > 0 else s
     floor = 1e-18
     left.semilogy(np.arange(1, s.size + 1), np.maximum(rel, floor), "o-")
-    left.axhline(default_rtol(n, ssm.p, ssm.d), ls="--", color="gray", label="default tolerance")
+    left.axhline(_default_rtol(n, ssm.p, ssm.d), ls="--", color="gray", label="default tolerance")
     left.set_xlabel("index $r$")
     left.set_ylabel(r"$\sigma_r / \sigma_1$")
     left.set_ylim(floor / 10, 3)
@@ -119,6 +124,8 @@ def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1
 
 def rank_explorer():
     """Explorer for Chapter 2: a system family, its parameters and ``n`` give its singular values and ``k(n)``.
+
+    Used in Chapter 2, Section 2.9.
 
     Returns
     -------
