@@ -372,7 +372,7 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     ``rho(A)^l``) rounding in the computed lags can exceed it and be counted, so
     pass a larger ``rtol`` there.
 
-    Defined in Chapter 2, Definition 2.2 (counted by the rule of its Section 2.7).
+    Defined in Chapter 2, Definition 2.2 (counted by the rule of Section 2.7).
 
     Parameters
     ----------
@@ -600,7 +600,7 @@ def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None
 def lag_span_bound(A, B, C, n: int, rtol: float | None = None) -> int:
     """The upper bound ``min(n, rank B * rank C, m)`` on ``k(n)``.
 
-    Derived in Chapter 2, Proposition 2.1.
+    Derived in Chapter 2, Proposition 2.1 (upper bounds on the lag-span dimension).
 
     Parameters
     ----------

@@ -43,7 +43,7 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
     the library's span routines are switched off while it runs. The reference
     values are computed by the library before, outside that block.
 
-    Used in Chapter 2, Exercise 2.1.
+    Used in Chapter 2, Exercise 2.1 (the lag span by hand).
     """
     from ..span import _lag_span_dimension
 
