@@ -174,8 +174,19 @@ def jacobian(model, X) -> np.ndarray:
         X = model._input(X)
         return _attention_rows(model, X, np.arange(X.shape[0]))
     if isinstance(model, FactorizedHeads):
-        model._input(X)  # refuse an integer length, which FactorizedHeads.interaction would accept
+        return _heads_operator(model, model._input(X))  # refuse an integer length for X
     return model.interaction(X)  # a linear layer's Jacobian is its operator; interaction checks X
+
+
+def _heads_operator(heads, X: np.ndarray) -> np.ndarray:
+    """The operator of :class:`FactorizedHeads` or :class:`SoftmaxSinkHeads` at a checked ``X``.
+
+    ``FactorizedHeads.interaction`` takes the length, so ``X`` is not checked again there;
+    ``SoftmaxSinkHeads.interaction`` takes only ``X`` (and checks it).
+    """
+    if isinstance(heads, FactorizedHeads):
+        return heads.interaction(X.shape[0])
+    return heads.interaction(X)
 
 
 def _row_arguments(model, X, i) -> tuple[np.ndarray, int]:
@@ -199,7 +210,7 @@ def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
         # query paths, summed over heads
         return _attention_rows(model, X, np.array([i]))[0]
     if isinstance(model, (FactorizedHeads, SoftmaxSinkHeads)):
-        return model.interaction(X)[i]  # the heads' operator (Chapter 3)
+        return _heads_operator(model, X)[i]  # the heads' operator (Chapter 3)
     # A linear time-invariant layer: the Jacobian is its operator,
     # d y_i / d x_j = K_{i-j} (Chapter 1), whatever the input
     if isinstance(model, LinearSSM):
