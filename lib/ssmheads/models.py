@@ -105,16 +105,17 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
     return _checked_lags(A, B, C, check_positive_int("n", n), D)
 
 
-def _lag_operators(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
-    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d): the recurrence, one lag at a time.
+def _lag_operators(A: np.ndarray, B: np.ndarray, C: np.ndarray,
+                   n: int) -> np.ndarray:
+    """``K[l] = C A^l B`` for ``l < n``, shape ``(n, p, d)``, one lag at a time.
 
-    The core of :func:`lag_operators`, on checked arrays; entries may overflow to inf.
+    Core of :func:`lag_operators`, on checked arrays; may overflow to inf.
     """
-    AB = np.empty((n,) + B.shape)  # AB[l] = A^l B
+    AB = np.empty((n,) + B.shape)  # AB[l] = A^l B, shape (n, N, d)
     AB[0] = B
     for lag in range(1, n):
         np.matmul(A, AB[lag - 1], out=AB[lag])  # A^l B = A (A^(l-1) B)
-    return C @ AB
+    return C @ AB  # K[l] = C (A^l B), for every l at once
 
 
 def _checked_lags(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, D: np.ndarray | None = None) -> np.ndarray:
@@ -227,19 +228,15 @@ class LinearSSM(_Layer):
         return Y
 
     def interaction(self, X) -> np.ndarray:
-        """The operator ``W[i, j] = K[i - j]`` for ``j <= i``; ``X`` only sets ``n``.
+        """The operator ``W[i, j] = K[i - j]`` (``j <= i``), shape ``(n, n, p, d)``.
 
-        Parameters
-        ----------
-        X : array, shape (n, d)
-
-        Returns
-        -------
-        W : ndarray, shape (n, n, p, d)
+        ``X``, shape ``(n, d)``, only sets the length ``n``: the operator of an LTI
+        SSM does not depend on the input.
         """
-        n = self._input(X).shape[0]  # X only sets the length: the operator is input-independent
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        K = _checked_lags(self.A, self.B, self.C, n, self.D)  # K[l] = C A^l B, K[0] = C B + D
+        n = self._input(X).shape[0]  # A, B, C, D were checked in __init__
+        check_allocation("X", (n, n, self.p, self.d), "the operator W",
+                         _NO_OPERATOR)
+        K = _checked_lags(self.A, self.B, self.C, n, self.D)  # K[0] = CB + D
         return _toeplitz(K, n)  # W[i, j] = K[i - j] for j <= i, else 0
 
 
@@ -484,15 +481,10 @@ class MultiHeadAttention(_Layer):
             return heads
 
     def interaction(self, X) -> np.ndarray:
-        """The operator ``W[i, j] = sum_h alpha[h, i, j] V_h``.
+        """The operator ``W[i, j] = sum_h alpha[h, i, j] V_h``, shape (n, n, p, d).
 
-        Parameters
-        ----------
-        X : array, shape (n, d)
-
-        Returns
-        -------
-        W : ndarray, shape (n, n, p, d)
+        ``X`` has shape ``(n, d)``; the weights ``alpha`` depend on it, the value
+        maps ``V_h`` do not.
         """
         X = self._input(X)
         n = X.shape[0]
@@ -500,9 +492,10 @@ class MultiHeadAttention(_Layer):
         alpha = self._coefficients(X)  # alpha[h, i, j], rows summing to 1
         V = self.value_maps()  # V[h] = W_O^h W_V^h, shape (H, p, d)
         with np.errstate(over="ignore", invalid="ignore"):
-            W = np.tensordot(alpha, V, axes=(0, 0))  # W[i, j] = sum_h alpha[h, i, j] V_h
+            W = np.tensordot(alpha, V, axes=(0, 0))  # the sum over heads h
         if not np.all(np.isfinite(W)):
-            raise ValueError("the value maps W_O W_V overflow the largest float; rescale W_V or W_O")
+            raise ValueError("the value maps W_O W_V overflow the largest float; "
+                             "rescale W_V or W_O")
         return W
 
 
