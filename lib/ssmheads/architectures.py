@@ -797,33 +797,35 @@ class S5(_Layer):
 
 
 def _selective_scan(U, Delta, Bt, Ct, A, D):
-    """Mamba-1's selective scan on checked arrays; returns ``Y``, shape ``(n, e)``.
+    """Mamba-1's selective scan on checked arrays; ``Y``, shape ``(n, e)``.
 
-    ``U, Delta (n, e)``, ``Bt, Ct (n, N)``, ``A (e, N)``, ``D (e,)``. Core of
-    :meth:`Mamba.forward`, which checks ``X``, computes ``u_t, Delta_t, B_t, C_t``
-    and checks the output. Row ``c`` of ``h`` is channel ``c``'s diagonal SSM.
+    ``U, Delta (n, e)``, ``Bt, Ct (n, N)``, ``A (e, N)``, ``D (e,)``.
+    Core of :meth:`Mamba.forward`, which checks ``X``, computes ``u_t``,
+    ``Delta_t``, ``B_t``, ``C_t`` and checks the output. Row ``c`` of
+    ``h`` is the diagonal SSM of channel ``c``.
     """
     n, e = U.shape
     h = np.zeros((e, A.shape[1]))  # h_0 = 0: N states per channel
     Y = np.empty((n, e))
     for t in range(n):
         decay = np.exp(Delta[t][:, None] * A)  # exp(Delta_t A): ZOH
-        drive = (Delta[t] * U[t])[:, None] * Bt[t][None, :]  # Delta_t B_t u_t
+        drive = (Delta[t] * U[t])[:, None] * Bt[t][None, :]  # Delta B u
         h = decay * h + drive
         Y[t] = h @ Ct[t] + D * U[t]  # y_t = C_t^T h_t + D u_t
     return Y
 
 
 def _ssd_chunked(U, log_a, Bt, Ct, c):
-    """Mamba-2's chunked SSD on checked arrays; returns ``(n, heads, P)``.
+    """Mamba-2's chunked SSD on checked arrays; shape ``(n, heads, P)``.
 
-    ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``, chunks of ``c``
-    tokens. Core of :meth:`Mamba2.ssd_forward` (Dao & Gu 2024, ``ssd_minimal``),
-    which checks ``X`` and ``chunk``, computes the projections and applies ``W_out``.
-    ``H`` is each head's ``N x P`` state at the end of the previous chunk.
+    ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``, chunks
+    of ``c`` tokens. Core of :meth:`Mamba2.ssd_forward` (Dao & Gu 2024,
+    ``ssd_minimal``), which checks ``X`` and ``chunk``, computes the
+    projections and applies ``W_out``. ``H`` is each head's ``N x P``
+    state at the end of the previous chunk.
     """
     n, heads, P = U.shape
-    H = np.zeros((heads, Bt.shape[1], P))  # the state before the first chunk
+    H = np.zeros((heads, Bt.shape[1], P))  # the state before chunk 1
     Yh = np.empty((n, heads, P))
     for a0 in range(0, n, c):
         k = slice(a0, min(a0 + c, n))
@@ -831,12 +833,12 @@ def _ssd_chunked(U, log_a, Bt, Ct, c):
         # 1. inside the chunk: (L * C B^T) U, L_ts = a_{s+1} ... a_t
         L = np.exp(_segsum(la))  # (heads, t, s)
         y_diag = np.einsum("hts,ts,shp->thp", L, Ct[k] @ Bt[k].T, U[k])
-        # 2. the state carried in, decayed to t: (a_first ... a_t) C_t^T H
-        cum = np.cumsum(la, axis=1)  # sum of log a from the chunk's start to t
+        # 2. the state carried in, decayed: (a_first ... a_t) C_t^T H
+        cum = np.cumsum(la, axis=1)  # log a summed from the start to t
         y_off = np.einsum("ht,tm,hmp->thp", np.exp(cum), Ct[k], H)
         Yh[k] = y_diag + y_off
-        # 3. the chunk's last state: decayed H + sum_s (a_{s+1} ... a_last) B_s u_s^T
-        to_end = np.exp(cum[:, -1:] - cum)  # (heads, m)
+        # 3. the last state: decayed H + sum_s L_{last,s} B_s u_s^T
+        to_end = np.exp(cum[:, -1:] - cum)  # (heads, m): L_{last,s}
         H_in = np.einsum("hs,sm,shp->hmp", to_end, Bt[k], U[k])
         H = np.exp(cum[:, -1])[:, None, None] * H + H_in
     return Yh
@@ -845,7 +847,7 @@ def _ssd_chunked(U, log_a, Bt, Ct, c):
 class Mamba(_Layer):
     """A simplified Mamba-1 selective scan (Gu & Dao 2023).
 
-    Derived in Chapter 5, Proposition 5.5 (its operator; the scan, :func:`_selective_scan`, in Section 5.6).
+    Derived in Chapter 5, Proposition 5.5 (its operator; the scan, ``_selective_scan``, in Section 5.6).
 
     ``u_t = W_in x_t`` (``d_inner``), ``Delta_t = softplus(W_delta u_t)`` (``d_inner``),
     ``B_t = W_B u_t``, ``C_t = W_C u_t`` (``N``), ``A = -exp(A_log)`` (``d_inner x N``);
@@ -1003,7 +1005,7 @@ class Mamba(_Layer):
 class Mamba2(_Layer):
     """The Mamba-2 SSD layer with a scalar-times-identity transition per head (Dao & Gu 2024).
 
-    Derived in Chapter 5, Theorem 5.1 (its operator; the chunked form, :func:`_ssd_chunked`, in Section 5.7).
+    Derived in Chapter 5, Theorem 5.1 (its operator; the chunked form, ``_ssd_chunked``, in Section 5.7).
 
     ``u_t = W_in x_t`` split into ``heads`` heads of size ``P = d_inner / heads``;
     ``a^h_t = exp(-softplus(w_a[h] . x_t))`` in ``(0, 1)``; ``B_t = W_B x_t``,
