@@ -178,10 +178,11 @@ def _singular_values(mats: np.ndarray) -> np.ndarray:
 
 
 def _rank_from(s: np.ndarray, rtol: float) -> int:
-    """The rule: how many singular values ``s`` (largest first) exceed ``rtol`` times the largest.
+    """The rule: count the singular values above rtol times the largest.
 
-    ``s`` has shape (r,); ``rtol`` is a checked number in ``[0, 1)``. An empty or zero ``s``
-    counts 0 (every matrix is zero, so the span is ``{0}``).
+    ``s`` (r,) is sorted, largest first; ``rtol`` is a checked number in
+    ``[0, 1)``. An empty or zero ``s`` counts 0 (all the matrices are zero,
+    their span is ``{0}``).
     """
     if s.size == 0 or s[0] == 0.0:
         return 0
@@ -282,27 +283,34 @@ def _interlacing_bound(s_a: np.ndarray, s_b: np.ndarray, tol_a: float) -> int:
 
 
 def _running_count(G: np.ndarray, p: int, d: int, rtol, cap: int) -> int:
-    """``min(cap, max over l <= n of the count of G[:, :l])`` for ``G`` of shape (p*d, n).
+    """``min(cap, max over l <= n of the count of G[:, :l])``, G (p*d, n).
 
-    ``rtol`` is a checked number, or ``None`` for the default tolerance of each prefix.
-    The full matrix is counted first: when it reaches ``cap``, no prefix is visited.
-    Otherwise the prefixes are searched by bisection over intervals of lengths
-    ``[a, b]``, skipping an interval when :func:`_interlacing_bound` shows that none of
-    its prefixes can beat the best count so far. The answer is the exact maximum over
-    all prefixes, usually after ``O(log n)`` SVDs.
+    ``rtol`` is a checked number, or ``None`` for the default tolerance of
+    each prefix. The full matrix is counted first: when it reaches ``cap``,
+    no prefix is visited. Otherwise the prefixes are searched by bisection
+    over intervals of lengths ``[a, b]``, skipping an interval when
+    :func:`_interlacing_bound` shows that none of its prefixes can beat the
+    best count so far. The answer is the exact maximum over all prefixes,
+    usually after ``O(log n)`` SVDs.
     """
+    @functools.cache
+    def svals(length: int) -> np.ndarray:  # of the prefix G[:, :length]
+        return np.linalg.svd(G[:, :length], compute_uv=False)
+
     n = G.shape[1]
-    svals = functools.cache(lambda length: np.linalg.svd(G[:, :length], compute_uv=False))
     tol = functools.partial(_tolerance, rtol, p=p, d=d)
     best = _rank_from(svals(n), tol(n))
     if best >= cap or best == 0:
-        return min(best, cap)  # all n lags reach the cap, or every lag is zero
+        return min(best, cap)  # all n lags reach the cap, or all are zero
     intervals = [(1, n)]
     while intervals:
         a, b = intervals.pop()
-        if min(b, p * d) <= best or _interlacing_bound(svals(a), svals(b), tol(a)) <= best:
-            continue  # no prefix of a length in [a, b] counts more than best
-        best = max(best, _rank_from(svals(a), tol(a)), _rank_from(svals(b), tol(b)))
+        if min(b, p * d) <= best:
+            continue  # a prefix of l columns counts at most min(l, p d)
+        if _interlacing_bound(svals(a), svals(b), tol(a)) <= best:
+            continue  # no prefix of a length in [a, b] can count more
+        best = max(best, _rank_from(svals(a), tol(a)),
+                   _rank_from(svals(b), tol(b)))
         if best >= cap:
             return cap
         if b - a > 1:
@@ -394,16 +402,17 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     return _lag_span_dimension(A, B, C, n, _check_rtol(rtol, None))
 
 
-def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol) -> int:
+def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray,
+                        n: int, rtol) -> int:
     """Core of :func:`lag_span_dimension`: ``k(n)`` of a checked system.
 
-    ``A`` (N, N), ``B`` (N, d), ``C`` (p, N), ``n >= 1``; ``rtol`` a checked number, or
-    ``None`` for the default tolerance of each prefix.
+    ``A`` (N, N), ``B`` (N, d), ``C`` (p, N), ``n >= 1``; ``rtol`` a checked
+    number, or ``None`` for the default tolerance of each prefix.
     """
-    G = _vec(_checked_lags(A, B, C, n))  # (p d, n): the columns vec K_0, ..., vec K_{n-1}
-    m = _minimal_polynomial_degree(A, rtol)  # the cap k(n) <= m of Proposition 2.1 (c)
-    # the largest count of the rule over the prefixes G[:, :l], l <= n, at most m
-    return _running_count(G, C.shape[0], B.shape[1], rtol, m)
+    G = _vec(_checked_lags(A, B, C, n))  # columns vec K_0, ..., vec K_{n-1}
+    m = _minimal_polynomial_degree(A, rtol)  # k(n) <= m: Prop. 2.1 (c)
+    # the largest count of the rule over the prefixes G[:, :l], l <= n
+    return _running_count(G, C.shape[0], B.shape[1], rtol, cap=m)
 
 
 def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, block: int = 4) -> bool:
