@@ -107,7 +107,7 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
 
 def _lag_operators(A: np.ndarray, B: np.ndarray, C: np.ndarray,
                    n: int) -> np.ndarray:
-    """``K[l] = C A^l B`` for ``l < n``, shape ``(n, p, d)``, one lag at a time.
+    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d), one lag at a time.
 
     Core of :func:`lag_operators`, on checked arrays; may overflow to inf.
     """
@@ -228,10 +228,10 @@ class LinearSSM(_Layer):
         return Y
 
     def interaction(self, X) -> np.ndarray:
-        """The operator ``W[i, j] = K[i - j]`` (``j <= i``), shape ``(n, n, p, d)``.
+        """Operator ``W[i, j] = K[i - j]`` for ``j <= i``, shape (n, n, p, d).
 
-        ``X``, shape ``(n, d)``, only sets the length ``n``: the operator of an LTI
-        SSM does not depend on the input.
+        ``X``, shape (n, d), only sets the length ``n``: the operator of an
+        LTI SSM does not depend on the input.
         """
         n = self._input(X).shape[0]  # A, B, C, D were checked in __init__
         check_allocation("X", (n, n, self.p, self.d), "the operator W",
@@ -481,21 +481,22 @@ class MultiHeadAttention(_Layer):
             return heads
 
     def interaction(self, X) -> np.ndarray:
-        """The operator ``W[i, j] = sum_h alpha[h, i, j] V_h``, shape (n, n, p, d).
+        """Operator ``W[i, j] = sum_h alpha[h, i, j] V_h``, shape (n, n, p, d).
 
-        ``X`` has shape ``(n, d)``; the weights ``alpha`` depend on it, the value
+        ``X`` has shape (n, d); the weights ``alpha`` depend on it, the value
         maps ``V_h`` do not.
         """
         X = self._input(X)
         n = X.shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_ALPHA)
+        check_allocation("X", (n, n, self.p, self.d), "the operator W",
+                         _NO_ALPHA)
         alpha = self._coefficients(X)  # alpha[h, i, j], rows summing to 1
         V = self.value_maps()  # V[h] = W_O^h W_V^h, shape (H, p, d)
         with np.errstate(over="ignore", invalid="ignore"):
             W = np.tensordot(alpha, V, axes=(0, 0))  # the sum over heads h
         if not np.all(np.isfinite(W)):
-            raise ValueError("the value maps W_O W_V overflow the largest float; "
-                             "rescale W_V or W_O")
+            raise ValueError("the value maps W_O W_V overflow the largest "
+                             "float; rescale W_V or W_O")
         return W
 
 
