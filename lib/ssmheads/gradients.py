@@ -115,26 +115,29 @@ def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) ->
 
 
 def _attention_paths(mha: MultiHeadAttention, X, Q, K, rows) -> np.ndarray:
-    """The three paths of Proposition 4.1 at the query positions ``rows``: (r, n, p, d).
+    """The three paths of Proposition 4.1 at the query positions ``rows``.
 
-    Core of :func:`jacobian` and :func:`jacobian_row` for attention, on a checked ``X``
-    (n, d) with finite queries and keys ``Q, K`` (H, n, d_k). Per head, ``P_j = V_h x_j``
-    (the value ``v_j`` through ``W_O``), ``O_i = sum_m a_im P_m`` (the output ``y_i``),
-    ``g_i = W_K^T q_i / sqrt(d_k)`` and ``f_m = W_Q^T k_m / sqrt(d_k)``. ``P, g, f`` are
-    divided by powers of two (exact) and their scales applied last (see
-    :func:`_attention_rows`).
+    Core of :func:`jacobian` and :func:`jacobian_row` for attention, on a
+    checked ``X`` (n, d) with finite queries and keys ``Q, K`` (H, n, d_k);
+    returns shape (r, n, p, d). Per head: ``P_j = V_h x_j`` (the value
+    ``v_j`` through ``W_O``), ``O_i = sum_m a_im P_m`` (the output ``y_i``),
+    ``g_i = W_K^T q_i / sqrt(d_k)``, ``f_m = W_Q^T k_m / sqrt(d_k)``.
+    ``P, g, f`` are divided by powers of two (exact), their scales applied
+    last (see :func:`_attention_rows`).
     """
     r, scale = rows.size, 1.0 / np.sqrt(mha.d_k)
     a = mha._weights(Q, K, rows)  # (H, r, n): a_ij
     V = mha.value_maps()  # (H, p, d): V_h = W_O^h W_V^h
     P, sP = _unit(np.einsum("hpd,nd->hnp", V, X))  # (H, n, p)
-    g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)  # (H, r, d)
-    f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)  # (H, n, d)
+    g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)
+    f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)
     O = np.einsum("hrn,hnp->hrp", a, P)  # (H, r, p)
-    # a_ij (P_j - O_i): the softmax derivative, sum_m v_m da_im/ds_ij
-    D = a[:, :, :, None] * (P[:, None, :, :] - O[:, :, None, :])  # (H, r, n, p)
-    J = np.tensordot(a, V, axes=(0, 0))  # value path sum_h a_ij V_h: (r, n, p, d)
-    # score path through k_j: sum_h a_ij (P_j - O_i) g_i^T, as (n p, H) @ (H, d)
+    # a_ij (P_j - O_i), (H, r, n, p): the softmax derivative of the proof
+    D = a[:, :, :, None] * (P[:, None, :, :] - O[:, :, None, :])
+    # value path sum_h a_ij V_h, shape (r, n, p, d)
+    J = np.tensordot(a, V, axes=(0, 0))
+    # score path through k_j: sum_h a_ij (P_j - O_i) g_i^T,
+    # as (n p, H) @ (H, d) for each i
     key = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H) @ g.transpose(1, 0, 2)
     J += _times(key.reshape(J.shape), sP * sg)
     # query path, on j == i only: sum_h sum_m a_im (P_m - O_i) f_m^T
@@ -200,9 +203,10 @@ def _row_arguments(model, X, i) -> tuple[np.ndarray, int]:
 
 
 def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
-    """Row ``i`` of the Jacobian, ``d y_i / d x_j`` for every ``j``: shape (n, p, d).
+    """Row ``i`` of the Jacobian, ``d y_i / d x_j`` for every ``j``.
 
-    Core of :func:`jacobian_row`, on a checked ``X`` of shape (n, d) and ``0 <= i < n``.
+    Core of :func:`jacobian_row`, on a checked ``X`` (n, d) and
+    ``0 <= i < n``; returns shape (n, p, d).
     """
     n = X.shape[0]
     if isinstance(model, MultiHeadAttention):
@@ -210,7 +214,7 @@ def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
         # query paths, summed over heads
         return _attention_rows(model, X, np.array([i]))[0]
     if isinstance(model, (FactorizedHeads, SoftmaxSinkHeads)):
-        return _heads_operator(model, X)[i]  # the heads' operator (Chapter 3)
+        return _heads_operator(model, X)[i]  # their operator (Chapter 3)
     # A linear time-invariant layer: the Jacobian is its operator,
     # d y_i / d x_j = K_{i-j} (Chapter 1), whatever the input
     if isinstance(model, LinearSSM):
@@ -222,7 +226,7 @@ def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
         K = model.W[None]  # position-wise: one tap
     taps = min(i + 1, K.shape[0])
     row = np.zeros((n, model.p, model.d))
-    row[i + 1 - taps: i + 1] = K[:taps][::-1]  # row[j] = K_{i-j}, 0 for j > i
+    row[i + 1 - taps: i + 1] = K[:taps][::-1]  # row[j] = K_{i-j}; 0 for j > i
     return row
 
 
@@ -667,18 +671,19 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     """Exact delay-L loss and its gradient, batched over R runs.
 
     Core of :func:`delay_task_loss`, :func:`train_diagonal_ssm` and
-    :func:`delay_task_sweep`. Parameters of shape (R, M), L of shape (R,).
-    K_l = Re sum_m c_m b_m lambda_m^l, lambda_m = exp(mu_m), mu_m = -exp(nu_m) + i theta_m;
-    loss = sum_l w_l (K_l - delta_lL)^2 / w_L with w_l = n - l. For a real function of
-    a complex parameter the gradient is returned as d/dRe + i d/dIm:
-    d K_l / d c_m = conj(b_m lambda_m^l), and with h = c b l lambda^l,
-    d K_l / d nu = -exp(nu) Re h, d K_l / d theta = -Im h.
+    :func:`delay_task_sweep`. Parameters (R, M), L of shape (R,).
+    K_l = Re sum_m c_m b_m lambda_m^l, lambda_m = exp(mu_m),
+    mu_m = -exp(nu_m) + i theta_m; loss = sum_l w_l (K_l - delta_lL)^2 / w_L
+    with w_l = n - l. For a real function of a complex parameter the
+    gradient is returned as d/dRe + i d/dIm: d K_l / d c_m = conj(b_m
+    lambda_m^l), and with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h,
+    d K_l / d theta = -Im h.
     """
     lags = np.arange(n)
     Z, decay = _mode_powers(nu, theta, lags)  # (R, n, M): lambda_m^l
     g = c * b
     K = np.einsum("rlm,rm->rl", Z, g).real  # (R, n): the kernel K_l
-    w = (n - lags).astype(float)  # lag l is seen by the n - l positions i >= l
+    w = (n - lags).astype(float)  # lag l is seen by n - l positions
     wL = (n - L).astype(float)  # the loss of K = 0
     resid = K.copy()
     resid[np.arange(K.shape[0]), L] -= 1.0  # K_l - delta_lL
