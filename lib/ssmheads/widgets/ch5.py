@@ -28,12 +28,17 @@ def architecture_gallery(d: int = 2, seed: int = 0) -> dict:
     ``[-0.9, -0.1]``, with ``dt = 0.5``. Every layer maps ``(n, d)`` to ``(n, d)`` except
     Mamba, whose output has ``d_inner`` channels (no output projection).
     """
-    from .. import architectures as arch
-
     d = check_positive_int("d", d)
     if d > MAX_D:
         raise ValueError(f"d must be at most {MAX_D} for this gallery of small example layers; got {d}")
-    rng = np.random.default_rng(check_seed(seed))
+    return _gallery(d, check_seed(seed))
+
+
+def _gallery(d, seed):
+    """The layers of :func:`architecture_gallery` for a checked ``d`` and ``seed``."""
+    from .. import architectures as arch
+
+    rng = np.random.default_rng(seed)
     g = lambda *shape: rng.standard_normal(shape) / np.sqrt(shape[-1])  # noqa: E731
     N, dk, d_inner = 4, 2, 2 * d
 
@@ -86,7 +91,7 @@ def architecture_explorer_figure(architecture: str = "Mamba", n: int = 16, seed:
     if n > MAX_N:
         raise ValueError(f"n must be at most {MAX_N} for this figure (its heatmaps draw n x n blocks); got {n}")
     seed = check_seed(seed)
-    layer = architecture_gallery(d=2, seed=seed)[architecture]
+    layer = _gallery(2, seed)[architecture]
     return _operator_on_two_inputs(architecture, layer, n, seed)
 
 
