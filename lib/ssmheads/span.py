@@ -101,6 +101,8 @@ def _unvec(columns: np.ndarray, p: int, d: int) -> np.ndarray:
 def default_rtol(m: int, p: int, d: int) -> float:
     """The default relative tolerance ``max(m, p*d) * eps`` for ``m`` matrices of size ``p x d``.
 
+    Used in Chapter 2, Section 2.1.
+
     Parameters
     ----------
     m : int
@@ -111,8 +113,6 @@ def default_rtol(m: int, p: int, d: int) -> float:
     Returns
     -------
     float
-
-    Used in Chapter 2, Section 2.1.
     """
     m = check_positive_int("m", m, minimum=0)
     p = check_positive_int("p", p)
