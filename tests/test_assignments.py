@@ -241,11 +241,23 @@ def test_student_notebook_keeps_the_rest(student_dir, chapter):
 
 @by_name
 def test_student_notebook_has_no_outputs(student_dir, chapter):
+    """No outputs but the listings of the library's source (the code shown next to a proof)."""
     nb = student(student_dir, chapter)
     nbformat.validate(nb)
+    listings = 0
     for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, cell.source[:80]
+        if cell.cell_type != "code":
+            continue
+        assert cell.execution_count is None, cell.source[:80]
+        if "source-listing" in cell.metadata.get("tags", []):
+            assert [list(o.get("data", {})) for o in cell.outputs] == [["text/markdown", "text/plain"]] \
+                or [sorted(o.get("data", {})) for o in cell.outputs] == [["text/markdown", "text/plain"]], \
+                cell.source[:80]
+            assert cell.outputs[0].get("execution_count") is None
+            listings += 1
+        else:
+            assert cell.outputs == [], cell.source[:80]
+    assert listings >= 2
     assert "widgets" not in nb.metadata
 
 

@@ -14,7 +14,9 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
      student fills it in; the markdown keeps the prompt;
    * every exercise without a stub gets an empty code cell after it instead,
      ``# Exercise 1.5: your work (not auto-checked)``, so each exercise has its cell;
-   * all outputs and execution counts are cleared; everything else (the chapter
+   * all outputs and execution counts are cleared, except the listings of the library's
+     source (cells tagged ``source-listing``, which show the code of a construction next
+     to its proof); everything else (the chapter
      text, the verification cells, the set-up cell that installs ``ssmheads`` in
      Colab or Binder) is kept;
    * the markdown is rendered portable by tools/portable.py (MyST directives and
@@ -272,8 +274,13 @@ def student_notebook(nb, where: str = "notebook", numbers: dict[str, str] | None
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+            if "source-listing" not in cell.metadata.get("tags", []):
+                cell.outputs = []   # a listing keeps its output: the library's source, shown as text
+            cell.execution_count = None
             cell.metadata.pop("execution", None)
+            for output in cell.outputs:
+                output.pop("execution_count", None) if output.get("output_type") != "execute_result" \
+                    else output.update(execution_count=None)
         cells.append(cell)
         if cell.cell_type != "markdown":
             continue

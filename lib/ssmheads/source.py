@@ -20,7 +20,7 @@ __all__ = ["Listing", "show_source"]
 
 @dataclass(frozen=True)
 class Listing:
-    """The source of one function or method of :mod:`ssmheads`, ready to display.
+    """The source of one function or method of ``ssmheads``, ready to display.
 
     Jupyter shows it as a highlighted code block (``text/markdown``); ``repr`` gives
     the plain text. ``name`` is the dotted name (``ssmheads.heads._exact_heads``),
@@ -44,7 +44,7 @@ class Listing:
 
 
 def show_source(obj) -> Listing:
-    """The source of ``obj``, a function or method defined in :mod:`ssmheads`, as a :class:`Listing`.
+    """The source of ``obj``, a function or method defined in ``ssmheads``, as a :class:`Listing`.
 
     Used in Chapter 1 (and in every chapter after it), to show a construction next to its proof.
 
@@ -61,7 +61,7 @@ def show_source(obj) -> Listing:
     Raises
     ------
     ValueError
-        If ``obj`` is not a function or method of :mod:`ssmheads` (a class, a module,
+        If ``obj`` is not a function or method of ``ssmheads`` (a class, a module,
         a built-in or another package's function).
     """
     func = inspect.unwrap(obj)
