@@ -138,7 +138,8 @@ def _attention_paths(mha: MultiHeadAttention, X, Q, K, rows) -> np.ndarray:
     J = np.tensordot(a, V, axes=(0, 0))
     # score path through k_j: sum_h a_ij (P_j - O_i) g_i^T,
     # as (n p, H) @ (H, d) for each i
-    key = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H) @ g.transpose(1, 0, 2)
+    DH = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H)
+    key = DH @ g.transpose(1, 0, 2)
     J += _times(key.reshape(J.shape), sP * sg)
     # query path, on j == i only: sum_h sum_m a_im (P_m - O_i) f_m^T
     query = np.einsum("hrmp,hmd->rpd", D, f)
@@ -226,7 +227,7 @@ def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
         K = model.W[None]  # position-wise: one tap
     taps = min(i + 1, K.shape[0])
     row = np.zeros((n, model.p, model.d))
-    row[i + 1 - taps: i + 1] = K[:taps][::-1]  # row[j] = K_{i-j}; 0 for j > i
+    row[i + 1 - taps: i + 1] = K[:taps][::-1]  # row[j] = K_{i-j}, j <= i
     return row
 
 
