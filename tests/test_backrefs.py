@@ -81,9 +81,14 @@ def test_the_api_page_links_them():
             > page.stat().st_mtime:
         pytest.skip("the built API page is older than the library; rebuild it to check it")
     text = page.read_text()
-    plain = re.sub(r"<[^>]+>", "", text)
+    plain = " ".join(re.sub(r"<[^>]+>", "", text).split())
+    for raw in (":doc:`", ":prf:ref:`", ":ref:`", ":eq:`"):
+        assert raw not in plain, f"the API page shows a raw role {raw!r}: a back-reference was not rendered " \
+                                 "(is it after a Returns or Raises section?)"
     expected = sum(len(backrefs.references(inspect.getdoc(o) or "")) for o in PUBLIC.values())
-    chapters = re.findall(r"(?:Derived|Used|Defined|Stated|Proved) in <a [^>]*href=\"[^\"]*chapters/0\d_\w+\.html"
-                          r"[^\"]*\"[^>]*>", text)
-    assert len(chapters) >= expected > 0, f"{len(chapters)} linked back-references on the API page, " \
-                                          f"{expected} in the docstrings"
+    linked = re.findall(r"(?:Derived|Used|Defined|Stated|Proved) in <a [^>]*href=\"[^\"]*chapters/0\d_\w+\.html"
+                        r"[^\"]*\"[^>]*>", text)
+    shown = re.findall(r"(?:Derived|Used|Defined|Stated|Proved) in Chapter \d", plain)
+    assert len(linked) == len(shown), f"{len(shown) - len(linked)} back-references on the API page are not links"
+    assert len(linked) >= expected > 0, f"{len(linked)} linked back-references on the API page, " \
+                                        f"{expected} in the docstrings"
