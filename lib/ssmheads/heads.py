@@ -26,8 +26,8 @@ from scipy.optimize import linprog
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
 from .models import _check_system, _checked_lags, _Layer, _spectral_radius
 from .operator import _toeplitz
-from .span import (_check_rtol, _minimal_polynomial_degree, _rank_from, _running_count, _scaled_columns, _unvec,
-                   _vec, default_rtol)
+from .span import (_check_rtol, _default_rtol, _minimal_polynomial_degree, _rank_from, _running_count, _span_basis,
+                   _unvec, _vec)
 
 __all__ = [
     "FactorizedHeads",
@@ -277,8 +277,12 @@ def optimal_heads(K, H: int, weights=None):
     """
     K = _lags(K)
     H = _heads_count(H)
+    return _optimal_heads(K, H, _weights(weights, K.shape[0]), _names(weights))
+
+
+def _optimal_heads(K: np.ndarray, H: int, w: np.ndarray, names: str):
+    """Core of :func:`optimal_heads` on checked ``K``, ``H`` and weights ``w``; ``names`` for messages."""
     n, p, d = K.shape
-    w = _weights(weights, n)
     useful = min(p * d, n)
     instead = f"use H <= min(p*d, n) = {useful}: later heads get zero value maps and coefficients"
     check_allocation("H", (H, n), "the coefficients c_h(l)", instead)
@@ -286,21 +290,26 @@ def optimal_heads(K, H: int, weights=None):
     G = _weighted_columns(K, w)
     exponent = _binary_exponent(G)
     coefficients, values, s, used = _best_heads(K, H, np.ldexp(G, -exponent))
-    residual = float(_scaled_back(np.sum(s[used:] ** 2), 2 * exponent, _names(weights),
+    residual = float(_scaled_back(np.sum(s[used:] ** 2), 2 * exponent, names,
                                   "the residual sum of squares", reference=float(np.sum(s**2))))
     return coefficients, values, residual
 
 
 def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
-    """Coefficients (H, n), value maps (H, p, d), the singular values of ``G`` and the heads used.
+    """Coefficients (H, n), value maps (H, p, d), singular values of G, heads used.
 
-    ``G`` is ``[sqrt(w_l) vec K_l]`` divided by a power of two (its SVD gives the value maps).
+    Core of :func:`optimal_heads`, on checked lags K (n, p, d): the minimiser of
+    Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l] divided by a power of two.
     """
     n, p, d = K.shape
-    U, s, _ = np.linalg.svd(G, full_matrices=False)  # thin: U is pd x min(pd, n)
+    # thin SVD of G_w: U is pd x min(pd, n)
+    U, s, _ = np.linalg.svd(G, full_matrices=False)
+    # heads beyond the rank of G_w stay zero
     used = min(H, U.shape[1])
+    # value maps: the top H left singular vectors, reshaped, V_h = unvec(U[:, h])
     values = np.zeros((H, p, d))
     values[:used] = _unvec(U[:, :used], p, d)
+    # coefficients: c_h(l) = <V_h, K_l>_F; the error is the tail sum_{r>H} s_r^2
     coefficients = np.zeros((H, n))
     coefficients[:used] = np.einsum("hpd,lpd->hl", values[:used], K)
     return coefficients, values, s, used
@@ -308,7 +317,7 @@ def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
 
 def _rank(K: np.ndarray, rtol) -> int:
     """``interaction_rank(K, rtol)``, computed on ``K`` divided by a power of two (names rtol, not mats)."""
-    tol = _check_rtol(rtol, default_rtol(*K.shape))
+    tol = _check_rtol(rtol, _default_rtol(*K.shape))
     return _rank_from(np.linalg.svd(_vec(np.ldexp(K, -_binary_exponent(K))), compute_uv=False), tol)
 
 
@@ -350,14 +359,18 @@ def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
     """
     K = _lags(K)
     H_max = _heads_count(H_max, "H_max")
+    return _head_count_curve(K, H_max, _weights(weights, K.shape[0]), _names(weights))
+
+
+def _head_count_curve(K: np.ndarray, H_max: int, w: np.ndarray, names: str) -> np.ndarray:
+    """Core of :func:`head_count_curve` on checked ``K``, ``H_max`` and weights ``w``; ``names`` for messages."""
     n, p, d = K.shape
-    w = _weights(weights, n)
     _curve_length(H_max, min(p * d, n))
     G = _weighted_columns(K, w)
     exponent = _binary_exponent(G)
     s2 = np.linalg.svd(np.ldexp(G, -exponent), compute_uv=False) ** 2
     tails = np.concatenate([np.cumsum(s2[::-1])[::-1], [0.0]])  # tails[H] = sum_{r >= H} s2[r]
-    tails = _scaled_back(tails, 2 * exponent, _names(weights), "the residual with no heads, sum_r sigma_r^2,")
+    tails = _scaled_back(tails, 2 * exponent, names, "the residual with no heads, sum_r sigma_r^2,")
     return tails[np.minimum(np.arange(H_max + 1), s2.size)]
 
 
@@ -371,6 +384,11 @@ def white_noise_weights(n: int) -> np.ndarray:
     """
     n = check_positive_int("n", n)
     check_allocation("n", (n,), "the weights w_l", "use a smaller n")
+    return _white_noise(n)
+
+
+def _white_noise(n: int) -> np.ndarray:
+    """Core of :func:`white_noise_weights`: ``[n, n - 1, ..., 1]`` for a checked ``n``."""
     return np.arange(n, 0, -1, dtype=float)
 
 
@@ -407,18 +425,23 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
 
 
 def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol):
-    """Coefficients (k, n) and value maps (k, p, d) of ``k = k(n)`` heads that reproduce the SSM.
+    """Coefficients (k, n) and value maps (k, p, d): k = k(n) heads that are the SSM.
 
-    Core of :func:`exact_heads`, on checked arrays: the sufficiency half of Theorem 3.1 with an
-    orthonormal basis of the lag span, read off the thin SVD of ``G = [vec K_0, ..., vec K_{n-1}]``.
+    Core of :func:`exact_heads`, on checked arrays: the sufficiency half of the
+    proof of Theorem 3.1, with the orthonormal basis of span{K_l} from a thin SVD.
     """
     p, d = C.shape[0], B.shape[1]
-    K = _checked_lags(A, B, C, n)  # the lags K_l = C A^l B, l < n
-    G = np.ldexp(_vec(K), -_binary_exponent(K))  # stack the columns vec K_l (divided by 2^e: exact)
-    k = _running_count(G, p, d, rtol, _minimal_polynomial_degree(A, rtol))  # k = dim span{K_l}, Chapter 2's rule
-    U, _, _ = np.linalg.svd(G, full_matrices=False)  # thin SVD G = U S Q^T
-    values = np.ascontiguousarray(_unvec(U[:, :k], p, d))  # a basis: V_h = unvec(U[:, h]), orthonormal
-    coefficients = np.einsum("hpd,lpd->hl", values, K)  # coordinates c_h(l) = <V_h, K_l>_F
+    # the lags K_l = C A^l B, l < n
+    K = _checked_lags(A, B, C, n)
+    # stack them: G = [vec K_0, ..., vec K_{n-1}], divided by 2^e (exact)
+    G = np.ldexp(_vec(K), -_binary_exponent(K))
+    # k = dim span{K_l}, by Chapter 2's rule (at most the minimal polynomial degree)
+    k = _running_count(G, p, d, rtol, _minimal_polynomial_degree(A, rtol))
+    # thin SVD G = U S Q^T; keep k left singular vectors: V_h = unvec(U[:, h])
+    U, _, _ = np.linalg.svd(G, full_matrices=False)
+    values = np.ascontiguousarray(_unvec(U[:, :k], p, d))
+    # read off the coordinates in that basis: c_h(l) = <V_h, K_l>_F
+    coefficients = np.einsum("hpd,lpd->hl", values, K)
     return coefficients, values
 
 
@@ -636,7 +659,7 @@ def fit_heads(K, H: int, steps: int = 2000, batch: int = 16, lr: float = 0.03,
     params = [c, V]
     moments = [[np.zeros_like(x), np.zeros_like(x)] for x in params]
     beta1, beta2, eps = 0.9, 0.999, 1e-12
-    w = white_noise_weights(n)
+    w = _white_noise(n)
     losses = np.empty(steps)
     recorded = []
     for step in range(steps):
@@ -713,9 +736,8 @@ def _nonzero_lags(K: np.ndarray, rtol: float | None):
     those of the scaled lags.
     """
     n, p, d = K.shape
-    tol = _check_rtol(rtol, default_rtol(n, p, d))
-    U, s, _ = np.linalg.svd(_scaled_columns(K)[0], full_matrices=False)  # as span_basis(K, rtol), unchecked
-    basis = _unvec(U[:, :_rank_from(s, tol)], p, d)  # (k, p, d)
+    tol = _check_rtol(rtol, _default_rtol(n, p, d))
+    basis = _span_basis(K, tol)  # (k, p, d)
     coords = np.einsum("kpd,lpd->lk", basis, K)  # (n, k)
     norms = np.sqrt(np.einsum("lpd,lpd->l", K, K))
     nonzero = norms > tol * max(float(norms.max()), np.finfo(float).tiny)

@@ -67,9 +67,9 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     -------
     matplotlib Figure
     """
-    from ..heads import head_count_curve, optimal_heads, white_noise_weights
-    from ..models import lag_operators
-    from ..span import interaction_rank
+    from ..heads import _head_count_curve, _optimal_heads, _white_noise
+    from ..models import _checked_lags
+    from ..span import _default_rtol, _interaction_rank
 
     H = check_positive_int("H", H, minimum=0)
     if H > MAX_HEADS:
@@ -77,12 +77,13 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
                          f"coefficient curve per head); got {H}")
     ssm = _head_system(family, theta, rho, k, seed)
     n = check_positive_int("n", n)
-    K = lag_operators(ssm.A, ssm.B, ssm.C, n)
-    w = white_noise_weights(n)
-    rank = interaction_rank(K)
+    # the system and n are checked: call the cores, not the public functions that check again
+    K = _checked_lags(ssm.A, ssm.B, ssm.C, n)
+    w = _white_noise(n)
+    rank = _interaction_rank(K, _default_rtol(*K.shape))
     H_max = max(rank + 1, H)
-    curve = head_count_curve(K, H_max, w) / n
-    c, V, residual = optimal_heads(K, H, w)
+    curve = _head_count_curve(K, H_max, w, "K and weights") / n
+    c, V, residual = _optimal_heads(K, H, w, "K and weights")
     Khat = np.einsum("hl,hpd->lpd", c, V)
     per_lag = np.sqrt(np.einsum("lpd,lpd->l", K - Khat, K - Khat))
     fig, (a0, a1, a2) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
