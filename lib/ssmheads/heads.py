@@ -296,20 +296,21 @@ def _optimal_heads(K: np.ndarray, H: int, w: np.ndarray, names: str):
 
 
 def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
-    """Coefficients (H, n), value maps (H, p, d), singular values of G, heads used.
+    """Coefficients (H, n), value maps (H, p, d), singular values, heads used.
 
-    Core of :func:`optimal_heads`, on checked lags K (n, p, d): the minimiser of
-    Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l] divided by a power of two.
+    Core of :func:`optimal_heads`, on checked lags K (n, p, d): the minimiser
+    of Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l] divided by a
+    power of two.
     """
     n, p, d = K.shape
     # thin SVD of G_w: U is pd x min(pd, n)
     U, s, _ = np.linalg.svd(G, full_matrices=False)
     # heads beyond the rank of G_w stay zero
     used = min(H, U.shape[1])
-    # value maps: the top H left singular vectors, reshaped, V_h = unvec(U[:, h])
+    # value maps: the top H left singular vectors, reshaped: V_h = unvec(U_h)
     values = np.zeros((H, p, d))
     values[:used] = _unvec(U[:, :used], p, d)
-    # coefficients: c_h(l) = <V_h, K_l>_F; the error is the tail sum_{r>H} s_r^2
+    # coefficients c_h(l) = <V_h, K_l>_F; the error is sum_{r>H} s_r^2
     coefficients = np.zeros((H, n))
     coefficients[:used] = np.einsum("hpd,lpd->hl", values[:used], K)
     return coefficients, values, s, used
@@ -425,19 +426,20 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
 
 
 def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol):
-    """Coefficients (k, n) and value maps (k, p, d): k = k(n) heads that are the SSM.
+    """Coefficients (k, n) and value maps (k, p, d) of k = k(n) heads.
 
-    Core of :func:`exact_heads`, on checked arrays: the sufficiency half of the
-    proof of Theorem 3.1, with the orthonormal basis of span{K_l} from a thin SVD.
+    Core of :func:`exact_heads`, on checked arrays: the sufficiency half of
+    the proof of Theorem 3.1, with the orthonormal basis of span{K_l} that
+    a thin SVD gives.
     """
     p, d = C.shape[0], B.shape[1]
     # the lags K_l = C A^l B, l < n
     K = _checked_lags(A, B, C, n)
     # stack them: G = [vec K_0, ..., vec K_{n-1}], divided by 2^e (exact)
     G = np.ldexp(_vec(K), -_binary_exponent(K))
-    # k = dim span{K_l}, by Chapter 2's rule (at most the minimal polynomial degree)
+    # k = dim span{K_l}, by Chapter 2's rule
     k = _running_count(G, p, d, rtol, _minimal_polynomial_degree(A, rtol))
-    # thin SVD G = U S Q^T; keep k left singular vectors: V_h = unvec(U[:, h])
+    # thin SVD G = U S Q^T; keep k left singular vectors: V_h = unvec(U_h)
     U, _, _ = np.linalg.svd(G, full_matrices=False)
     values = np.ascontiguousarray(_unvec(U[:, :k], p, d))
     # read off the coordinates in that basis: c_h(l) = <V_h, K_l>_F
