@@ -307,7 +307,7 @@ def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
     U, s, _ = np.linalg.svd(G, full_matrices=False)
     # heads beyond the rank of G_w stay zero
     used = min(H, U.shape[1])
-    # value maps: the top H left singular vectors, reshaped: V_h = unvec(U_h)
+    # value maps: the top H left singular vectors, V_h = unvec(U_h)
     values = np.zeros((H, p, d))
     values[:used] = _unvec(U[:, :used], p, d)
     # coefficients c_h(l) = <V_h, K_l>_F; the error is sum_{r>H} s_r^2
