@@ -296,11 +296,11 @@ def _optimal_heads(K: np.ndarray, H: int, w: np.ndarray, names: str):
 
 
 def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
-    """Coefficients (H, n), value maps (H, p, d), singular values, heads used.
+    """Coefficients (H, n), values (H, p, d), singular values, heads used.
 
-    Core of :func:`optimal_heads`, on checked lags K (n, p, d): the minimiser
-    of Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l] divided by a
-    power of two.
+    Core of :func:`optimal_heads`, on checked lags K (n, p, d): the
+    minimiser of Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l]
+    divided by a power of two.
     """
     n, p, d = K.shape
     # thin SVD of G_w: U is pd x min(pd, n)
