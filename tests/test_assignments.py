@@ -61,6 +61,9 @@ def solutions_and_rest(path: Path) -> tuple[list[str], str]:
         else:
             solutions += [m.group(0) for m in SOLUTION_BLOCK.finditer(cell.source)]
             rest.append(SOLUTION_BLOCK.sub("", cell.source))
+            if "source-listing" in cell.get("metadata", {}).get("tags", []):
+                # a listing of the library's source is text the chapter shows, students included
+                rest += [str(v) for o in cell.get("outputs", []) for v in o.get("data", {}).values()]
     assert gated is None, f"{path.name}: unclosed gated solution"
     return solutions, _words("\n".join(rest))
 
