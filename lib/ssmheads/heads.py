@@ -161,7 +161,7 @@ class FactorizedHeads(_Layer):
     def __repr__(self) -> str:
         return f"FactorizedHeads(H={self.num_heads}, n_max={self.n_max}, d={self.d}, p={self.p})"
 
-    def _length(self, n_or_X, name: str = "X") -> int:
+    def _length(self, n_or_X, name: str = "n_or_X (an input X)") -> int:
         if isinstance(n_or_X, (int, np.integer)) and not isinstance(n_or_X, (bool, np.bool_)):
             n = check_positive_int("n", n_or_X)
         else:
