@@ -463,7 +463,7 @@ class _SoftmaxHead(_Layer):
 class ALiBiAttention(_SoftmaxHead):
     """One causal softmax head with ALiBi's linear bias (Press et al. 2022).
 
-    Derived in Chapter 5, Proposition 5.3 (its operator).
+    Derived in Chapter 5, Proposition 5.3 (positional softmax heads are single heads).
 
     Score ``s_ij = q_i^T k_j / sqrt(d_k) - slope * (i - j)``.
 
@@ -499,7 +499,8 @@ class ALiBiAttention(_SoftmaxHead):
 class RoPEAttention(_SoftmaxHead):
     """One causal softmax head with rotary position embedding (Su et al. 2021).
 
-    Derived in Chapter 5, Proposition 5.3 (its operator); used in Exercise 5.2.
+    Derived in Chapter 5, Proposition 5.3 (positional softmax heads are single heads).
+    Used in Chapter 5, Exercise 5.2 (a RoPE head is one head).
 
     Score ``s_ij = (R_i q_i)^T (R_j k_j) / sqrt(d_k)``, ``R_t`` rotating coordinates
     ``(2m, 2m+1)`` by ``t * theta_m``, ``theta_m = base^(-2m/d_k)``.
@@ -576,7 +577,7 @@ def _check_lambda(Lambda):
 class S4D(_Layer):
     """S4D: one SISO diagonal SSM per channel, discretised by zero-order hold (Gu, Gupta et al. 2022).
 
-    Derived in Chapter 5, Proposition 5.4 (its operator and rank).
+    Derived in Chapter 5, Proposition 5.4 (the ranks of S4D and S5).
 
     For channel ``c`` with state ``h^(c)`` in ``C^N``:
     ``h^(c)_t = A_bar_c * h^(c)_{t-1} + B_bar_c x^(c)_t``,
@@ -681,7 +682,7 @@ class S4D(_Layer):
 class S5(_Layer):
     """S5: one MIMO diagonal SSM shared by all channels, ZOH-discretised (Smith et al. 2023).
 
-    Derived in Chapter 5, Proposition 5.4 (its operator and rank).
+    Derived in Chapter 5, Proposition 5.4 (the ranks of S4D and S5).
 
     ``h_t = A_bar * h_{t-1} + B_bar x_t`` (``h`` in ``C^N``), ``y_t = Re(C h_t)``, with
     ``A_bar = exp(dt Lambda)``, ``B_bar = diag((A_bar - 1) / Lambda) B``.
@@ -1005,7 +1006,7 @@ class Mamba(_Layer):
 class Mamba2(_Layer):
     """The Mamba-2 SSD layer with a scalar-times-identity transition per head (Dao & Gu 2024).
 
-    Derived in Chapter 5, Theorem 5.1 (its operator; the chunked form, ``_ssd_chunked``, in Section 5.7).
+    Derived in Chapter 5, Theorem 5.1 (one SSD head is one factorized head; the chunked form, ``_ssd_chunked``, in Section 5.7).
 
     ``u_t = W_in x_t`` split into ``heads`` heads of size ``P = d_inner / heads``;
     ``a^h_t = exp(-softplus(w_a[h] . x_t))`` in ``(0, 1)``; ``B_t = W_B x_t``,

@@ -339,7 +339,7 @@ def _weighted_columns(K: np.ndarray, w: np.ndarray) -> np.ndarray:
 def head_count_curve(K, H_max: int, weights=None) -> np.ndarray:
     """Optimal residual of :func:`optimal_heads` for ``H = 0, 1, ..., H_max``, from one SVD.
 
-    Derived in Chapter 3, Corollary 3.1 (the head-count figure of Section 3.3 draws it).
+    Derived in Chapter 3, Corollary 3.1 (the optimal error is an Eckart-Young tail; the head-count figure of Section 3.3 draws it).
 
     Parameters
     ----------
@@ -404,7 +404,7 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     top ``k`` left singular directions of ``[vec K_0, ..., vec K_{n-1}]``; the
     construction itself is the private core ``_exact_heads``, which the chapter shows.
 
-    Derived in Chapter 3, Theorem 3.1.
+    Derived in Chapter 3, Theorem 3.1 (the head-count theorem).
 
     Parameters
     ----------
@@ -429,8 +429,8 @@ def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol):
     """Coefficients (k, n) and value maps (k, p, d) of k = k(n) heads.
 
     Core of :func:`exact_heads`, on checked arrays: the sufficiency half of
-    the proof of Theorem 3.1, with the orthonormal basis of span{K_l} that
-    a thin SVD gives.
+    the proof of the head-count theorem (Theorem 3.1), with the orthonormal
+    basis of span{K_l} that a thin SVD gives.
     """
     p, d = C.shape[0], B.shape[1]
     # the lags K_l = C A^l B, l < n

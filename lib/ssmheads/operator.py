@@ -92,7 +92,7 @@ def toeplitz_operator(K, n: int, max_bytes: int | None = None) -> np.ndarray:
     """The causal block-Toeplitz operator ``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0.
 
     Derived in Chapter 1, Theorem 1.1.
-    Used in Chapter 1, Exercise 1.8, and in Chapter 2.
+    Used in Chapter 1, Exercise 1.8 (the cost of writing W down), and in Chapter 2.
 
     This is the operator of every causal time-invariant linear layer: a
     convolution with ``L`` taps, or an LTI SSM with ``K[l] = C A^l B`` (``L >= n``).
@@ -201,7 +201,7 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
                            max_bytes: int | None = None) -> np.ndarray:
     """Recover the interaction operator of a *linear* sequence map by probing it with unit tokens.
 
-    Derived in Chapter 1, Proposition 1.2.
+    Derived in Chapter 1, Proposition 1.2 (a linear map has one input-independent operator).
 
     For a linear map the operator is unique and equals the Jacobian,
     ``W[i, j] = d y_i / d x_j``: column ``c`` of ``W[i, j]`` is output ``i`` when the

@@ -256,7 +256,7 @@ def plateau() -> LinearSSM:
 def random_with_lag_rank(k: int, d: int, p: int, rho: float = 0.9, seed: int = 0) -> LinearSSM:
     """A random stable SSM with state size ``N = k`` whose lag span has dimension exactly ``k``.
 
-    Used in Chapter 2, Proposition 2.2.
+    Used in Chapter 2, Proposition 2.2 (attainment).
 
     ``A = Q diag(lambda) Q^T`` with a random orthogonal ``Q`` and ``k`` distinct
     eigenvalues spread over ``[-rho, rho]``, and Gaussian ``B``, ``C`` (so

@@ -38,7 +38,7 @@ def _compare_ema(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> No
 def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) -> CheckResult:
     """Chapter 1, exercise "EMA operator": the operator of the exponential moving average.
 
-    Used in Chapter 1, Exercise 1.1.
+    Used in Chapter 1, Exercise 1.1 (exponential moving average).
 
     The layer is ``y_i = (1 - gamma) sum_{j <= i} gamma^(i-j) x_j``. The answer is a
     function ``ema_operator(n, d, gamma)`` returning its operator, shape ``(n, n, d, d)``.

@@ -91,7 +91,7 @@ def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
 def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
     """Chapter 3, exercise "build the heads": the head-count theorem's construction (Theorem 3.1).
 
-    Used in Chapter 3, Exercise 3.1.
+    Used in Chapter 3, Exercise 3.1 (build the heads).
 
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with
@@ -133,7 +133,7 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
 def check_optimal_error(optimal_error: Callable) -> CheckResult:
     """Chapter 3, exercise "the Eckart-Young tail".
 
-    Used in Chapter 3, Exercise 3.2.
+    Used in Chapter 3, Exercise 3.2 (the Eckart-Young tail).
 
     The answer is a function ``optimal_error(K, H, weights)`` returning the minimum of
     ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over ``H`` heads (a float).

@@ -159,7 +159,7 @@ def _ssd_operator(a, B, C, V, start=1):
 def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
     """Chapter 5, exercise "the rank of a two-head SSD layer".
 
-    Used in Chapter 5, Exercise 5.3.
+    Used in Chapter 5, Exercise 5.3 (the rank of a two-head SSD layer).
 
     The answer is a function ``ssd_operator(a, B, C, V)`` taking the per-head decays
     ``a (H, n)`` in (0, 1), the input-dependent ``B (n, N)`` and ``C (n, N)`` (shared by the
