@@ -44,6 +44,7 @@ class Exercise:
     topic: str
     difficulty: int     # 1, 2 or 3
     checked: bool       # has a stub that calls a check of ssmheads.exercises
+    shows_answer: bool = False  # points to a listing of the library's source that answers it
 
 
 def _source(cell: dict) -> str:
@@ -143,7 +144,8 @@ def read_chapter(path: Path) -> list[Exercise]:
         exercises.append(Exercise(
             chapter=chapter, chapter_title=heading, docname=f"chapters/{path.stem}",
             title=title, label=label, topic=str(meta["topic"]).strip(),
-            difficulty=int(meta["difficulty"]), checked=checked))
+            difficulty=int(meta["difficulty"]), checked=checked,
+            shows_answer=bool(re.search(r"\blisting", body))))
     return exercises
 
 
