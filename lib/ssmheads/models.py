@@ -107,15 +107,19 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
 
 def _lag_operators(A: np.ndarray, B: np.ndarray, C: np.ndarray,
                    n: int) -> np.ndarray:
-    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d), one lag at a time.
+    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d), lag by lag.
 
-    Core of :func:`lag_operators`, on checked arrays; may overflow to inf.
+    Core of :func:`lag_operators`, on checked arrays; may overflow to
+    inf (:func:`_checked_lags` turns that into a message).
     """
-    AB = np.empty((n,) + B.shape)  # AB[l] = A^l B, shape (n, N, d)
+    # AB[l] = A^l B, shape (n, N, d); lag 0 is B itself
+    AB = np.empty((n,) + B.shape)
     AB[0] = B
     for lag in range(1, n):
-        np.matmul(A, AB[lag - 1], out=AB[lag])  # A^l B = A (A^(l-1) B)
-    return C @ AB  # K[l] = C (A^l B), for every l at once
+        # A^l B = A (A^(l-1) B), as h_t = A h_(t-1) + B x_t
+        np.matmul(A, AB[lag - 1], out=AB[lag])
+    # K[l] = C (A^l B), for every l at once
+    return C @ AB
 
 
 def _checked_lags(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, D: np.ndarray | None = None) -> np.ndarray:
@@ -142,12 +146,17 @@ class _Layer:
     """Shared input check: ``X`` must be a finite ``(n, d)`` array with the layer's ``d``."""
 
     d: int
+    p: int
 
     def _input(self, X) -> np.ndarray:
         X = as_array("X", X, 2, "(n, d)")
         check_nonempty("X", X, 0, "the sequence length n")
         check_size("X", X, 1, self.d, "the layer's token width d")
         return X
+
+    def _check_operator_size(self, n: int, instead: str | None = None) -> None:
+        """Refuse an operator ``W`` of shape ``(n, n, p, d)`` above 1 GiB, naming ``X``."""
+        check_allocation("X", (n, n, self.p, self.d), "the operator W", instead or _NO_OPERATOR)
 
 
 class LinearSSM(_Layer):
@@ -228,16 +237,19 @@ class LinearSSM(_Layer):
         return Y
 
     def interaction(self, X) -> np.ndarray:
-        """Operator ``W[i, j] = K[i - j]`` for ``j <= i``, shape (n, n, p, d).
+        """Operator ``W[i, j] = K[i - j]`` for ``j <= i``; (n, n, p, d).
 
         ``X``, shape (n, d), only sets the length ``n``: the operator of an
         LTI SSM does not depend on the input.
         """
-        n = self._input(X).shape[0]  # A, B, C, D were checked in __init__
-        check_allocation("X", (n, n, self.p, self.d), "the operator W",
-                         _NO_OPERATOR)
-        K = _checked_lags(self.A, self.B, self.C, n, self.D)  # K[0] = CB + D
-        return _toeplitz(K, n)  # W[i, j] = K[i - j] for j <= i, else 0
+        # X only sets n; A, B, C, D were checked in __init__
+        n = self._input(X).shape[0]
+        # refuse a W above 1 GiB (forward(X) never builds it)
+        self._check_operator_size(n)
+        # Theorem 1.1: the lags K[l] = C A^l B, with K[0] = C B + D
+        K = _checked_lags(self.A, self.B, self.C, n, self.D)
+        # W[i, j] = K[i - j] for j <= i, zero above the diagonal
+        return _toeplitz(K, n)
 
 
 _NO_OPERATOR = "use forward(X), which never builds W, or a shorter X"
@@ -487,17 +499,26 @@ class MultiHeadAttention(_Layer):
         maps ``V_h`` do not.
         """
         X = self._input(X)
-        n = X.shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W",
-                         _NO_ALPHA)
-        alpha = self._coefficients(X)  # alpha[h, i, j], rows summing to 1
-        V = self.value_maps()  # V[h] = W_O^h W_V^h, shape (H, p, d)
-        with np.errstate(over="ignore", invalid="ignore"):
-            W = np.tensordot(alpha, V, axes=(0, 0))  # the sum over heads h
+        self._check_operator_size(X.shape[0], _NO_ALPHA)
+        W = self._interaction(X)
         if not np.all(np.isfinite(W)):
             raise ValueError("the value maps W_O W_V overflow the largest "
                              "float; rescale W_V or W_O")
         return W
+
+    def _interaction(self, X: np.ndarray) -> np.ndarray:
+        """``W[i, j] = sum_h alpha[h, i, j] V_h``, shape (n, n, p, d).
+
+        Core of :meth:`interaction`, on a checked ``X``; may overflow
+        to inf (:meth:`interaction` turns that into a message).
+        """
+        # alpha[h, i, j]: head h's weights, each row summing to 1
+        alpha = self._coefficients(X)
+        # V[h] = W_O^h W_V^h, the value maps, shape (H, p, d)
+        V = self.value_maps()
+        # W_ij = sum_h alpha^h_ij V_h: contract over the heads h
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.tensordot(alpha, V, axes=(0, 0))
 
 
 class Convolution(_Layer):
@@ -557,7 +578,7 @@ class Convolution(_Layer):
         W : ndarray, shape (n, n, p, d)
         """
         n = self._input(X).shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        self._check_operator_size(n)
         return _toeplitz(self.kernel, n)
 
 
@@ -599,5 +620,5 @@ class PositionwiseLinear(_Layer):
     def interaction(self, X) -> np.ndarray:
         """The block-diagonal operator ``W[i, j] = delta_ij W``, shape ``(n, n, p, d)``."""
         n = self._input(X).shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        self._check_operator_size(n)
         return _toeplitz(self.W[None], n)

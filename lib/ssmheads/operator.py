@@ -47,16 +47,25 @@ def _safe_scale(arr: np.ndarray) -> float:
 
 
 def _toeplitz(K: np.ndarray, n: int) -> np.ndarray:
-    """``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0, without an ``(n, n)`` index array.
+    """``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0.
 
-    With ``seq = [0] * (n - 1) + [K[0], ..., K[n - 1]]`` (``K`` padded with zero blocks),
-    ``W[i, j] = seq[n - 1 + i - j]``: row ``i`` is a reversed window of ``seq``. The
-    windows are a strided view, copied once into ``W``.
+    ``K`` has shape (L, p, d); ``W`` has shape (n, n, p, d). With
+    ``seq`` = n - 1 zero blocks followed by ``K[0], ..., K[n - 1]``
+    (``K`` padded with zero blocks), ``W[i, j] = seq[n - 1 + i - j]``:
+    row ``i`` is a reversed window of ``seq``. The windows are a strided
+    view, copied once into ``W``, so no (n, n) index array is made.
     """
-    L = K.shape[0]
-    taps = K[:n] if L >= n else np.concatenate([K, np.zeros((n - L,) + K.shape[1:])])
-    seq = np.concatenate([np.zeros((n - 1,) + K.shape[1:]), taps])  # (2n - 1, p, d)
-    view = np.lib.stride_tricks.sliding_window_view(seq, n, axis=0)  # view[s, :, :, t] = seq[s + t]
+    L, block = K.shape[0], K.shape[1:]
+    # the taps K[0], ..., K[n - 1], zero blocks past the last of K
+    if L >= n:
+        taps = K[:n]
+    else:
+        taps = np.concatenate([K, np.zeros((n - L,) + block)])
+    # seq[n - 1 + l] = K[l]; the n - 1 zeros are the lags l < 0
+    seq = np.concatenate([np.zeros((n - 1,) + block), taps])
+    # view[s, :, :, t] = seq[s + t], a window of n blocks per s
+    view = np.lib.stride_tricks.sliding_window_view(seq, n, axis=0)
+    # W[i, j] = view[i, ..., n - 1 - j] = seq[n - 1 + i - j]
     return np.ascontiguousarray(np.moveaxis(view, -1, 1)[:, ::-1])
 
 
