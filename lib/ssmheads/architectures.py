@@ -798,50 +798,62 @@ class S5(_Layer):
 
 
 def _selective_scan(U, Delta, Bt, Ct, A, D):
-    """Mamba-1's selective scan on checked arrays; ``Y``, shape ``(n, e)``.
+    """Mamba-1's selective scan on checked arrays: ``Y (n, d_inner)``.
 
-    ``U, Delta (n, e)``, ``Bt, Ct (n, N)``, ``A (e, N)``, ``D (e,)``.
-    Core of :meth:`Mamba.forward`, which checks ``X``, computes ``u_t``,
-    ``Delta_t``, ``B_t``, ``C_t`` and checks the output. Row ``c`` of
-    ``h`` is the diagonal SSM of channel ``c``.
+    ``U, Delta (n, d_inner)``, ``Bt, Ct (n, N)``, ``A (d_inner, N)``,
+    ``D (d_inner,)``. Core of :meth:`Mamba.forward`, which checks
+    ``X``, computes ``u_t``, ``Delta_t``, ``B_t``, ``C_t`` and checks
+    the output. Row ``c`` of ``h`` is the diagonal SSM of channel ``c``.
     """
-    n, e = U.shape
-    h = np.zeros((e, A.shape[1]))  # h_0 = 0: N states per channel
-    Y = np.empty((n, e))
+    n, d_inner = U.shape
+    N = A.shape[1]
+    # h_0 = 0: N states for each channel
+    h = np.zeros((d_inner, N))
+    Y = np.empty((n, d_inner))
     for t in range(n):
-        decay = np.exp(Delta[t][:, None] * A)  # exp(Delta_t A): ZOH
-        drive = (Delta[t] * U[t])[:, None] * Bt[t][None, :]  # Delta B u
+        # exp(Delta_t A): the zero-order hold of A
+        decay = np.exp(Delta[t][:, None] * A)
+        # Delta_t B_t u_t: the input, written into every state
+        drive = (Delta[t] * U[t])[:, None] * Bt[t][None, :]
         h = decay * h + drive
-        Y[t] = h @ Ct[t] + D * U[t]  # y_t = C_t^T h_t + D u_t
+        # y_t = C_t^T h_t + D u_t (D: the skip term)
+        Y[t] = h @ Ct[t] + D * U[t]
     return Y
 
 
-def _ssd_chunked(U, log_a, Bt, Ct, c):
+def _ssd_chunked(U, log_a, Bt, Ct, chunk):
     """Mamba-2's chunked SSD on checked arrays; shape ``(n, heads, P)``.
 
-    ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``, chunks
-    of ``c`` tokens. Core of :meth:`Mamba2.ssd_forward` (Dao & Gu 2024,
-    ``ssd_minimal``), which checks ``X`` and ``chunk``, computes the
-    projections and applies ``W_out``. ``H`` is each head's ``N x P``
-    state at the end of the previous chunk.
+    ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``,
+    chunks of ``chunk`` tokens (``c`` in the text). Returns each head's
+    own output ``y^h_t``, before ``W_out``. Core of
+    :meth:`Mamba2.ssd_forward` (after ``ssd_minimal`` of Dao & Gu 2024),
+    which checks ``X`` and ``chunk``, computes the projections and
+    applies ``W_out``. einsum letters: ``h`` a head, ``t, s`` tokens of
+    the chunk, ``m`` a state coordinate (``N`` of them), ``p`` a
+    coordinate of the head (``P`` of them).
     """
     n, heads, P = U.shape
-    H = np.zeros((heads, Bt.shape[1], P))  # the state before chunk 1
+    # H[h] is H^h_{t0-1}, head h's N x P state before the chunk
+    H = np.zeros((heads, Bt.shape[1], P))
     Yh = np.empty((n, heads, P))
-    for a0 in range(0, n, c):
-        k = slice(a0, min(a0 + c, n))
-        la = log_a[k].T  # (heads, m)
-        # 1. inside the chunk: (L * C B^T) U, L_ts = a_{s+1} ... a_t
-        L = np.exp(_segsum(la))  # (heads, t, s)
-        y_diag = np.einsum("hts,ts,shp->thp", L, Ct[k] @ Bt[k].T, U[k])
-        # 2. the state carried in, decayed: (a_first ... a_t) C_t^T H
-        cum = np.cumsum(la, axis=1)  # log a summed from the start to t
-        y_off = np.einsum("ht,tm,hmp->thp", np.exp(cum), Ct[k], H)
-        Yh[k] = y_diag + y_off
-        # 3. the last state: decayed H + sum_s L_{last,s} B_s u_s^T
-        to_end = np.exp(cum[:, -1:] - cum)  # (heads, m): L_{last,s}
-        H_in = np.einsum("hs,sm,shp->hmp", to_end, Bt[k], U[k])
-        H = np.exp(cum[:, -1])[:, None, None] * H + H_in
+    for t0 in range(0, n, chunk):
+        # T: the chunk's tokens t0, ..., t1
+        T = slice(t0, min(t0 + chunk, n))
+        la = log_a[T].T
+        # 1. inside the chunk: L_ts = a_{s+1} ... a_t, zero for s > t
+        L = np.exp(_segsum(la))
+        CB = Ct[T] @ Bt[T].T
+        y_in = np.einsum("hts,ts,shp->thp", L, CB, U[T])
+        # 2. the state carried in: L_{t,t0-1} H^T C_t,
+        #    L_{t,t0-1} = a_{t0} ... a_t from a running sum of log a
+        L_in = np.exp(np.cumsum(la, axis=1))
+        y_carried = np.einsum("ht,tm,hmp->thp", L_in, Ct[T], H)
+        Yh[T] = y_in + y_carried
+        # 3. the state at t1: L_{t1,t0-1} H + sum_s L_{t1,s} B_s u_s^T,
+        #    with L_{t1,s} the last row of L
+        H_in = np.einsum("hs,sm,shp->hmp", L[:, -1], Bt[T], U[T])
+        H = L_in[:, -1, None, None] * H + H_in
     return Yh
 
 
