@@ -92,8 +92,10 @@ def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) ->
     Scale-safe: the weights come from ``MultiHeadAttention._weights`` (finite and exactly
     0 or 1 when the scores overflow), and the paths are formed from the centred values
     ``a_ij (P_j - O_i)`` with ``P``, ``g`` and ``f`` divided by powers of two (exact), the
-    scales applied last. A saturated head (weight 1 on one key, so ``O_i = P_j``) gives an
-    exact zero on its key and query paths, as it should, however large ``X`` is; forming
+    scales applied last by :func:`_times`. A saturated head (weight 1 on one key, so ``O_i = P_j``)
+    gives an exact zero on its key and query paths, as it should, however large ``X`` is:
+    multiplying that zero by a scale that has overflowed would give ``0 * inf = NaN``,
+    and :func:`_times` keeps exact zeros. Forming
     ``a P g^T`` and ``a O g^T`` separately would leave the rounding error of two huge
     terms instead (of order ``eps |X|^2``, wrong already at ``|X|`` near 1e10).
     """
@@ -107,50 +109,58 @@ def _attention_rows(mha: MultiHeadAttention, X: np.ndarray, rows: np.ndarray) ->
         if not (np.all(np.isfinite(Q)) and np.all(np.isfinite(K))):
             raise ValueError(f"X is too large for this layer: its queries and keys overflow the largest "
                              f"float (max |X| = {np.max(np.abs(X)):.3e}); rescale X")
-        J = _attention_paths(mha, X, Q, K, rows)
+        scale = 1.0 / np.sqrt(mha.d_k)
+        a = mha._weights(Q, K, rows)  # (H, r, n): a_ij
+        V = mha.value_maps()  # (H, p, d): V_h = W_O^h W_V^h
+        # P, g, f over powers of two sP, sg, sf (exact); the paths are linear in each
+        P, sP = _unit(np.einsum("hpd,nd->hnp", V, X))  # (H, n, p)
+        g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)
+        f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)
+        J, key, query = _attention_paths(a, V, P, g, f)
+        J += _times(key, sP * sg)
+        J[np.arange(r), rows] += _times(query, sP * sf)
     if not np.all(np.isfinite(J)):
         raise ValueError(f"X is too large for this layer: the Jacobian's key and query paths overflow the "
                          f"largest float (max |X| = {np.max(np.abs(X)):.3e}); rescale X")
     return J
 
 
-def _attention_paths(mha: MultiHeadAttention, X, Q, K, rows) -> np.ndarray:
-    """The three paths of Proposition 4.1 (the Jacobian of a softmax head) at the query positions ``rows``.
+def _attention_paths(a, V, P, g, f):
+    """The paths of Proposition 4.1 (the Jacobian of a softmax head).
 
-    Core of :func:`jacobian` and :func:`jacobian_row` for attention, on a
-    checked ``X`` (n, d) with finite queries and keys ``Q, K`` (H, n, d_k);
-    returns shape (r, n, p, d). Per head: ``P_j = V_h x_j`` (the value
-    ``v_j`` through ``W_O``), ``O_i = sum_m a_im P_m`` (the output ``y_i``),
-    ``g_i = W_K^T q_i / sqrt(d_k)``, ``f_m = W_Q^T k_m / sqrt(d_k)``.
-    ``P, g, f`` are divided by powers of two (exact), their scales applied
-    last (see :func:`_attention_rows`).
+    Core of :func:`jacobian` and :func:`jacobian_row` for attention, at
+    r query positions i, summed over the H heads. Per head h: ``a``
+    (H, r, n) the weights a_ij; ``V`` (H, p, d) the value maps
+    V_h = W_O^h W_V^h; ``P`` (H, n, p) the values P_j = V_h x_j;
+    ``g`` (H, r, d) g_i = W_K^T q_i / sqrt(d_k); ``f`` (H, n, d)
+    f_m = W_Q^T k_m / sqrt(d_k). Returns the value path and the key
+    path, each (r, n, p, d), and the query path (r, p, d), which
+    belongs at j = i. The caller passes P, g, f divided by powers of
+    two and multiplies the key and query paths back (both are linear
+    in P and in g, f).
     """
-    r, scale = rows.size, 1.0 / np.sqrt(mha.d_k)
-    a = mha._weights(Q, K, rows)  # (H, r, n): a_ij
-    V = mha.value_maps()  # (H, p, d): V_h = W_O^h W_V^h
-    P, sP = _unit(np.einsum("hpd,nd->hnp", V, X))  # (H, n, p)
-    g, sg = _unit(np.einsum("hrk,hkd->hrd", Q[:, rows], mha.W_K) * scale)
-    f, sf = _unit(np.einsum("hnk,hkd->hnd", K, mha.W_Q) * scale)
-    O = np.einsum("hrn,hnp->hrp", a, P)  # (H, r, p)
-    # a_ij (P_j - O_i), (H, r, n, p): the softmax derivative of the proof
+    r, H = a.shape[1], a.shape[0]
+    # O_i = sum_m a_im P_m: head h's output at query i
+    O = np.einsum("hrn,hnp->hrp", a, P)
+    # the proof's softmax derivative a_ij (P_j - O_i): (H, r, n, p)
     D = a[:, :, :, None] * (P[:, None, :, :] - O[:, :, None, :])
-    # value path sum_h a_ij V_h, shape (r, n, p, d)
-    J = np.tensordot(a, V, axes=(0, 0))
+    # value path sum_h a_ij V_h: (r, n, p, d)
+    value = np.tensordot(a, V, axes=(0, 0))
     # score path through k_j: sum_h a_ij (P_j - O_i) g_i^T,
     # as (n p, H) @ (H, d) for each i
-    DH = D.transpose(1, 2, 3, 0).reshape(r, -1, mha.H)
-    key = DH @ g.transpose(1, 0, 2)
-    J += _times(key.reshape(J.shape), sP * sg)
+    DH = D.transpose(1, 2, 3, 0).reshape(r, -1, H)
+    key = (DH @ g.transpose(1, 0, 2)).reshape(value.shape)
     # query path, on j == i only: sum_h sum_m a_im (P_m - O_i) f_m^T
     query = np.einsum("hrmp,hmd->rpd", D, f)
-    J[np.arange(r), rows] += _times(query, sP * sf)
-    return J
+    return value, key, query
 
 
 def jacobian(model, X) -> np.ndarray:
     """The exact Jacobian ``J[i, j] = d y_i / d x_j`` of a layer at the input ``X``.
 
-    Derived in Chapter 4, Proposition 4.1 (attention); for a linear layer the Jacobian is its operator.
+    Derived in Chapter 4, Proposition 4.1 (the Jacobian of a softmax head) for attention.
+    Derived in Chapter 1, Proposition 1.2 for a linear layer, whose Jacobian is its operator
+    (a linear map has one input-independent operator).
 
     Analytic, no finite differences: the lag operators for :class:`LinearSSM`
     (for every ``X``), the operator for the other linear layers, and the three
@@ -215,26 +225,34 @@ def _jacobian_row(model, X: np.ndarray, i: int) -> np.ndarray:
         # query paths, summed over heads
         return _attention_rows(model, X, np.array([i]))[0]
     if isinstance(model, (FactorizedHeads, SoftmaxSinkHeads)):
-        return _heads_operator(model, X)[i]  # their operator (Chapter 3)
+        # positional heads are linear: the row of their operator
+        # (Chapter 3)
+        return _heads_operator(model, X)[i]
     # A linear time-invariant layer: the Jacobian is its operator,
-    # d y_i / d x_j = K_{i-j} (Chapter 1), whatever the input
+    # d y_i / d x_j = K_{i-j} (Chapter 1, Proposition 1.2), whatever
+    # the input
     if isinstance(model, LinearSSM):
         # K_l = C A^l B for l <= i, and K_0 = C B + D
         K = _checked_lags(model.A, model.B, model.C, i + 1, model.D)
     elif isinstance(model, Convolution):
-        K = model.kernel  # L taps
+        # its L taps
+        K = model.kernel
     else:
-        K = model.W[None]  # position-wise: one tap
+        # position-wise: one tap
+        K = model.W[None]
     taps = min(i + 1, K.shape[0])
     row = np.zeros((n, model.p, model.d))
-    row[i + 1 - taps: i + 1] = K[:taps][::-1]  # row[j] = K_{i-j}, j <= i
+    # row[j] = K_{i-j} for j <= i
+    row[i + 1 - taps: i + 1] = K[:taps][::-1]
     return row
 
 
 def jacobian_row(model, X, i: int = -1) -> np.ndarray:
     """One row of the Jacobian, ``d y_i / d x_j`` for every ``j``: shape ``(n, p, d)``.
 
-    Derived in Chapter 4, Proposition 4.1. Used in Chapter 4, Section 4.2.
+    Derived in Chapter 4, Proposition 4.1 (the Jacobian of a softmax head) for attention.
+    Derived in Chapter 1, Proposition 1.2 for a linear layer, whose Jacobian is its operator
+    (a linear map has one input-independent operator). Used in Chapter 4, Section 4.2.
 
     Costs ``O(n)`` instead of ``O(n^2)`` for attention and SSMs, so it works for long
     sequences. ``i`` may be negative (``-1`` is the last position).
@@ -428,7 +446,8 @@ def _norm2(arr: np.ndarray) -> float:
 def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     """``kappa(rho_bar) = sup_l ||A^l|| / rho_bar^l`` (spectral norm), for ``rho(A) < rho_bar``.
 
-    Derived in Chapter 4, Proposition 4.3 (stable linear dynamics attenuate with distance).
+    Defined in Chapter 4, Proposition 4.3 (stable linear dynamics attenuate with distance), which proves it finite.
+    The rule below for when to stop the search over ``l`` is the library's, not the book's.
 
     Finite by Gelfand's formula ``||A^l||^(1/l) -> rho(A)``. For a normal ``A``
     (``A A^T = A^T A`` up to rounding) ``||A^l|| = rho(A)^l`` and ``kappa = 1``
@@ -653,10 +672,10 @@ def _mode_powers(nu: np.ndarray, theta: np.ndarray, lags: np.ndarray) -> tuple[n
     Also returns ``exp(nu)``. When ``exp(nu_m)`` overflows, ``lambda_m = 0`` and ``lambda_m^0 = 1``
     (the product ``l exp(nu_m)`` is taken as 0 at ``l = 0``, not ``0 * inf``)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        decay = np.exp(nu)
+        e_nu = np.exp(nu)  # the rate: |lambda_m| = exp(-e_nu)
         l = lags[:, None].astype(float)
-        logmag = np.where(l == 0, 0.0, l * decay[..., None, :])
-        return np.exp(-logmag + 1j * (l * theta[..., None, :])), decay
+        logmag = np.where(l == 0, 0.0, l * e_nu[..., None, :])
+        return np.exp(-logmag + 1j * (l * theta[..., None, :])), e_nu
 
 
 def _check_weights_scale(b: np.ndarray, c: np.ndarray) -> None:
@@ -674,29 +693,38 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     Core of :func:`delay_task_loss`, :func:`train_diagonal_ssm` and
     :func:`delay_task_sweep`. Parameters (R, M), L of shape (R,).
     K_l = Re sum_m c_m b_m lambda_m^l, lambda_m = exp(mu_m),
-    mu_m = -exp(nu_m) + i theta_m; loss = sum_l w_l (K_l - delta_lL)^2 / w_L
-    with w_l = n - l. For a real function of a complex parameter the
-    gradient is returned as d/dRe + i d/dIm: d K_l / d c_m = conj(b_m
-    lambda_m^l), and with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h,
+    mu_m = -exp(nu_m) + i theta_m;
+    loss = sum_l w_l (K_l - delta_lL)^2 / w_L with w_l = n - l.
+    For a real function of a complex parameter the gradient is
+    returned as d/dRe + i d/dIm: d K_l / d c_m = conj(b_m lambda_m^l),
+    and with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h,
     d K_l / d theta = -Im h.
     """
     lags = np.arange(n)
-    Z, decay = _mode_powers(nu, theta, lags)  # (R, n, M): lambda_m^l
+    # Z = lambda_m^l, (R, n, M); e_nu = exp(nu): |lambda_m| = exp(-e_nu)
+    Z, e_nu = _mode_powers(nu, theta, lags)
     g = c * b
-    K = np.einsum("rlm,rm->rl", Z, g).real  # (R, n): the kernel K_l
-    w = (n - lags).astype(float)  # lag l is seen by n - l positions
-    wL = (n - L).astype(float)  # the loss of K = 0
+    # the kernel K_l, (R, n)
+    K = np.einsum("rlm,rm->rl", Z, g).real
+    # lag l is seen by n - l positions; w_L is the loss of K = 0
+    w = (n - lags).astype(float)
+    wL = (n - L).astype(float)
+    # the residuals K_l - delta_lL
     resid = K.copy()
-    resid[np.arange(K.shape[0]), L] -= 1.0  # K_l - delta_lL
+    resid[np.arange(K.shape[0]), L] -= 1.0
     loss = np.sum(w * resid**2, axis=1) / wL
-    e = 2.0 * w[None, :] * resid / wL[:, None]  # d loss / d K_l
-    S = np.einsum("rl,rlm->rm", e, Z)  # sum_l e_l lambda_m^l
-    # sum_l e_l d(lambda_m^l)/d mu_m, since d(lambda^l)/d mu = l lambda^l
+    # e_l = d loss / d K_l
+    e = 2.0 * w[None, :] * resid / wL[:, None]
+    # S = sum_l e_l lambda_m^l
+    S = np.einsum("rl,rlm->rm", e, Z)
+    # T = sum_l e_l d(lambda_m^l)/d mu_m, with
+    # d(lambda^l)/d mu = l lambda^l
     T = np.einsum("rl,rlm->rm", e * lags, Z)
     h = g * T
     with np.errstate(over="ignore", invalid="ignore"):
-        # exp(nu) = inf only where every lambda^l with l >= 1 is 0
-        gnu = np.where(h.real == 0, 0.0, -decay * h.real)
+        # d loss / d nu = -exp(nu) Re h. If exp(nu) overflowed, then
+        # lambda = 0 and h = 0 exactly: the gradient is 0, not 0 * inf
+        gnu = np.where(h.real == 0, 0.0, -e_nu * h.real)
     return loss, K, (gnu, -h.imag, np.conj(c * S), np.conj(b * S))
 
 
@@ -744,13 +772,13 @@ def _check_diagonal(nu, theta, b, c):
 def delay_task_loss(nu, theta, b, c, L: int, n: int):
     """Exact white-noise loss of a diagonal SSM on the delay-``L`` task, with its gradient.
 
-    Derived in Chapter 4, Exercise 4.8. Used in Chapter 4, Section 4.9.
+    Derived in Chapter 3, Section 3.2 (the white-noise identity, with weights w_l = n - l).
+    Used in Chapter 4, Section 4.9. Used in Chapter 4, Exercise 4.8 (the exact loss of the delay task).
 
     Task: ``y_i = x_{i-L}`` at every position ``i < n`` of a white-noise sequence (zero before
-    the start). By the white-noise identity of Chapter 3 (the weights after Corollary 3.1; derived in
-    Chapter 4's exercise "the exact loss of the delay task") the expected total squared error
-    is ``sum_l w_l (K_l - delta_{lL})^2`` with ``w_l = n - l`` (lag ``l`` is seen by ``n - l``
-    positions). It is divided by ``w_L = n - L``, its value with no model (``K = 0``), so
+    the start). By the white-noise identity of Chapter 3 (the weights after Corollary 3.1) the
+    expected total squared error is ``sum_l w_l (K_l - delta_{lL})^2`` with ``w_l = n - l``
+    (lag ``l`` is seen by ``n - l`` positions). It is divided by ``w_L = n - L``, its value with no model (``K = 0``), so
     the loss is 1 for a model that outputs nothing and 0 for an exact delay.
 
     Parameters
