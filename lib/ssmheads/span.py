@@ -27,7 +27,8 @@ lags that is numerically independent stays so, only the yardstick grew. So:
   ``n`` by construction), and at most ``m``;
 * ``m`` (:func:`minimal_polynomial_degree`) is the same running count for the
   powers ``I, A, ..., A^(N-1)`` of ``A`` scaled to unit spectral norm, that is the
-  lags of ``(A / ||A||, I, I)`` at ``n = N``.
+  lags of ``(A / ||A||, I, I)`` at ``n = N``, up to the shortcuts that save work
+  there (its docstring, "How it is computed").
 
 The cap ``k(n) <= m`` is a choice, and the module states it because it is not
 automatic: ``k`` and ``m`` are counts on two different matrices, and at the
@@ -101,7 +102,7 @@ def _unvec(columns: np.ndarray, p: int, d: int) -> np.ndarray:
 def default_rtol(m: int, p: int, d: int) -> float:
     """The default relative tolerance ``max(m, p*d) * eps`` for ``m`` matrices of size ``p x d``.
 
-    Used in Chapter 2, Section 2.1.
+    Defined in Chapter 2, Section 2.1 (the rule's default tolerance). Used in Chapter 2, Section 2.7.
 
     Parameters
     ----------
@@ -180,9 +181,9 @@ def _singular_values(mats: np.ndarray) -> np.ndarray:
 def _rank_from(s: np.ndarray, rtol: float) -> int:
     """The rule: count the singular values above rtol times the largest.
 
-    ``s`` (r,) is sorted, largest first; ``rtol`` is a checked number in
-    ``[0, 1)``. An empty or zero ``s`` counts 0 (all the matrices are zero,
-    their span is ``{0}``).
+    ``s`` (r,) is sorted, largest first; ``rtol`` is a checked number
+    in ``[0, 1)``. An empty or zero ``s`` counts 0 (all the matrices are
+    zero, their span is ``{0}``).
     """
     if s.size == 0 or s[0] == 0.0:
         return 0
@@ -282,33 +283,40 @@ def _interlacing_bound(s_a: np.ndarray, s_b: np.ndarray, tol_a: float) -> int:
     return int(np.count_nonzero(s_b > 0))
 
 
-def _running_count(G: np.ndarray, p: int, d: int, rtol, cap: int) -> int:
-    """``min(cap, max over l <= n of the count of G[:, :l])``, G (p*d, n).
+def _running_count(G: np.ndarray, p: int, d: int, rtol,
+                   cap: int) -> int:
+    """``min(cap, max over l <= n of the count of G[:, :l])``.
 
-    ``rtol`` is a checked number, or ``None`` for the default tolerance of
-    each prefix. The full matrix is counted first: when it reaches ``cap``,
-    no prefix is visited. Otherwise the prefixes are searched by bisection
-    over intervals of lengths ``[a, b]``, skipping an interval when
-    :func:`_interlacing_bound` shows that none of its prefixes can beat the
-    best count so far. The answer is the exact maximum over all prefixes,
-    usually after ``O(log n)`` SVDs.
+    ``G`` (p*d, n); ``rtol`` is a checked number, or ``None`` for the
+    default tolerance of each prefix. The full matrix is counted first:
+    when it reaches ``cap``, no prefix is visited. Otherwise the
+    prefixes are searched by bisection over intervals of lengths
+    ``[a, b]``, skipping an interval when :func:`_interlacing_bound`
+    shows that none of its prefixes can beat the best count so far. The
+    answer is the exact maximum over all prefixes, usually after
+    ``O(log n)`` SVDs.
     """
+    # the singular values of the prefix G[:, :length], each SVD once
     @functools.cache
-    def svals(length: int) -> np.ndarray:  # of the prefix G[:, :length]
+    def svals(length: int) -> np.ndarray:
         return np.linalg.svd(G[:, :length], compute_uv=False)
 
     n = G.shape[1]
+    # the rule's relative tolerance for a prefix of a given length
     tol = functools.partial(_tolerance, rtol, p=p, d=d)
     best = _rank_from(svals(n), tol(n))
+    # all n lags reach the cap, or all are zero
     if best >= cap or best == 0:
-        return min(best, cap)  # all n lags reach the cap, or all are zero
+        return min(best, cap)
     intervals = [(1, n)]
     while intervals:
         a, b = intervals.pop()
+        # a prefix of l columns counts at most min(l, p d)
         if min(b, p * d) <= best:
-            continue  # a prefix of l columns counts at most min(l, p d)
+            continue
+        # interlacing: no prefix of a length in [a, b] can count more
         if _interlacing_bound(svals(a), svals(b), tol(a)) <= best:
-            continue  # no prefix of a length in [a, b] can count more
+            continue
         best = max(best, _rank_from(svals(a), tol(a)),
                    _rank_from(svals(b), tol(b)))
         if best >= cap:
@@ -406,11 +414,15 @@ def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray,
                         n: int, rtol) -> int:
     """Core of :func:`lag_span_dimension`: ``k(n)`` of a checked system.
 
-    ``A`` (N, N), ``B`` (N, d), ``C`` (p, N), ``n >= 1``; ``rtol`` a checked
-    number, or ``None`` for the default tolerance of each prefix.
+    ``A`` (N, N), ``B`` (N, d), ``C`` (p, N), ``n >= 1``; ``rtol`` a
+    checked number, or ``None`` for the default tolerance of each
+    prefix.
     """
-    G = _vec(_checked_lags(A, B, C, n))  # columns vec K_0, ..., vec K_{n-1}
-    m = _minimal_polynomial_degree(A, rtol)  # k(n) <= m: Prop. 2.1 (c)
+    # the columns vec K_0, ..., vec K_{n-1} of G
+    G = _vec(_checked_lags(A, B, C, n))
+    # the cap k(n) <= m of Prop. 2.1 (c); m is counted by a routine of
+    # its own, whose docstring gives the shortcuts it takes
+    m = _minimal_polynomial_degree(A, rtol)
     # the largest count of the rule over the prefixes G[:, :l], l <= n
     return _running_count(G, C.shape[0], B.shape[1], rtol, cap=m)
 
@@ -509,7 +521,7 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     Higher powers are not needed: by Cayley-Hamilton they lie in this span. No
     characteristic polynomial is formed and no eigenvalues are computed.
 
-    Derived in Chapter 2, Equation 2.1 (``m`` is the rank of ``P_N``).
+    Defined in Chapter 2, Equation 2.1 (``m`` is the rank of ``P_N``). Used in Chapter 2, Section 2.7.
 
     Like any numerical rank, ``m`` is well defined only when the answer is
     clear-cut: two eigenvalues that differ by less than about ``rtol``
@@ -569,7 +581,20 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
 
 
 def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None) -> int:
-    """The core of :func:`minimal_polynomial_degree`, on a checked square ``A``."""
+    """The core of :func:`minimal_polynomial_degree`, on a checked square ``A``.
+
+    It is the running count of the module's rule on ``vec I, vec A, ..., vec A^(N-1)`` for ``A``
+    scaled to unit spectral norm, with shortcuts that the public docstring justifies ("How it is
+    computed"): the powers stop at the first ``L`` where the Weyl bound ``sqrt(N - L) ||A^L||_F`` on
+    the powers left out lies far below the threshold and no singular value lies within it of the
+    threshold (:func:`_stacked_powers_qr`), and the prefixes are counted from that stack's QR
+    factor ``R``; when the powers do not decay and the stack would exceed ``max_bytes``, a normal
+    ``A`` is counted on the Vandermonde matrix of its eigenvalues (:func:`_normal_degree`), and
+    otherwise a randomised block Krylov sequence may certify ``m = N``
+    (:func:`_krylov_certifies_full_degree`), or a ``ValueError`` is raised. Up to rounding in the SVDs this is the count
+    on all ``N`` powers; when a singular value sits within rounding of its threshold the two can
+    differ.
+    """
     N = A.shape[0]
     rtol = _check_rtol(rtol, _default_rtol(N, N, N))
     limit = MAX_ARRAY_BYTES if max_bytes is None else max_bytes
