@@ -71,10 +71,14 @@ def _weights(weights, n: int) -> np.ndarray:
 def _binary_exponent(arr: np.ndarray) -> int:
     """The exponent ``e`` with ``max|arr| = m 2^e``, ``1/2 <= m < 1`` (0 for an all-zero array).
 
-    Dividing by ``2^e`` (``np.ldexp(arr, -e)``) is exact, so quantities computed from the
-    scaled array and scaled back by a power of two are the same numbers, bit for bit, as
-    without scaling whenever neither overflows nor underflows; squares of the scaled array
-    cannot overflow, and its largest entry cannot underflow.
+    Dividing by ``2^e`` (``np.ldexp(arr, -e)``) is exact in floating point unless an
+    entry underflows. The point of the scaling is range, not rounding: squares of the
+    scaled array cannot overflow, and its largest entry cannot underflow, so an SVD of it
+    stays away from both. Sums and products of the scaled array, scaled back by a power of
+    two, are the unscaled ones bit for bit when nothing overflows or underflows; a LAPACK
+    SVD need not be (it rescales far-from-one inputs itself, by other factors), so a count
+    at the resolution limit may differ from one of the unscaled array when its entries
+    are beyond about ``1e+-100``.
     """
     top = float(np.max(np.abs(arr))) if arr.size else 0.0
     return int(np.frexp(top)[1]) if top > 0.0 else 0
@@ -254,7 +258,10 @@ def optimal_heads(K, H: int, weights=None):
         Target lag operators.
     H : int
         Number of heads, ``H >= 0``. Heads beyond ``min(p*d, n)`` (the most that can
-        be useful) get zero value maps and zero coefficients.
+        be useful) get zero value maps and zero coefficients. Heads beyond the rank
+        of ``G_w`` but within ``min(p*d, n)`` get unit-norm value maps orthogonal to
+        every ``K_l`` (left singular vectors of singular value zero) and
+        coefficients zero up to rounding.
     weights : array, shape (n,), optional
         Positive weights ``w_l``; default all ones. ``white_noise_weights(n)``
         gives ``w_l = n - l``, the weights of the white-noise error.
@@ -296,7 +303,8 @@ def _optimal_heads(K: np.ndarray, H: int, w: np.ndarray, names: str):
 
 
 def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
-    """Coefficients (H, n), values (H, p, d), singular values, heads used.
+    """Coefficients (H, n), values (H, p, d), singular values, and the
+    number of heads that get value maps.
 
     Core of :func:`optimal_heads`, on checked lags K (n, p, d): the
     minimiser of Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l]
@@ -305,7 +313,8 @@ def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
     n, p, d = K.shape
     # thin SVD of G_w: U is pd x min(pd, n)
     U, s, _ = np.linalg.svd(G, full_matrices=False)
-    # heads beyond the rank of G_w stay zero
+    # heads beyond min(pd, n), U's width, stay zero; heads past the
+    # rank of G_w get directions orthogonal to all K_l, so c_h = 0
     used = min(H, U.shape[1])
     # value maps: the top H left singular vectors, V_h = unvec(U_h)
     values = np.zeros((H, p, d))
@@ -421,28 +430,37 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
         With ``num_heads == lag_span_dimension(A, B, C, n, rtol)`` and ``n_max == n``.
     """
     A, B, C, _ = _check_system(A, B, C)
-    coefficients, values = _exact_heads(A, B, C, check_positive_int("n", n), rtol)
+    n = check_positive_int("n", n)
+    coefficients, values = _exact_heads(A, B, C, n, _check_rtol(rtol, None))
     return FactorizedHeads._from_checked(coefficients, values)
 
 
-def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol):
+def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray,
+                 n: int, rtol):
     """Coefficients (k, n) and value maps (k, p, d) of k = k(n) heads.
 
-    Core of :func:`exact_heads`, on checked arrays: the sufficiency half of
-    the proof of the head-count theorem (Theorem 3.1), with the orthonormal
+    Core of :func:`exact_heads`, on checked arrays and a checked rtol
+    (a number, or None for the default): the sufficiency half of the
+    proof of the head-count theorem (Theorem 3.1), with the orthonormal
     basis of span{K_l} that a thin SVD gives.
     """
     p, d = C.shape[0], B.shape[1]
     # the lags K_l = C A^l B, l < n
     K = _checked_lags(A, B, C, n)
-    # stack them: G = [vec K_0, ..., vec K_{n-1}], divided by 2^e (exact)
+    # stack them: G = [vec K_0, ..., vec K_{n-1}] / 2^e, max|G| in
+    # [1/2, 1), which keeps the SVD clear of overflow and underflow
+    # (dividing by 2^e is exact unless an entry underflows)
     G = np.ldexp(_vec(K), -_binary_exponent(K))
-    # k = dim span{K_l}, by Chapter 2's rule
-    k = _running_count(G, p, d, rtol, _minimal_polynomial_degree(A, rtol))
-    # thin SVD G = U S Q^T; keep k left singular vectors: V_h = unvec(U_h)
+    # k = dim span{K_l}, by Chapter 2's rule, capped at the degree m
+    # of the minimal polynomial of A
+    m = _minimal_polynomial_degree(A, rtol)
+    k = _running_count(G, p, d, rtol, m)
+    # thin SVD G = U S Q^T; keep k left singular vectors:
+    # V_h = unvec(U_h)
     U, _, _ = np.linalg.svd(G, full_matrices=False)
     values = np.ascontiguousarray(_unvec(U[:, :k], p, d))
-    # read off the coordinates in that basis: c_h(l) = <V_h, K_l>_F
+    # U does not depend on the scale, so read the coordinates off K
+    # itself: c_h(l) = <V_h, K_l>_F
     coefficients = np.einsum("hpd,lpd->hl", values, K)
     return coefficients, values
 
