@@ -15,16 +15,19 @@ from sphinx.util import logging
 from portable_downloads import _load
 
 logger = logging.getLogger(__name__)
+_BOOKS: dict = {}
 
 
 def _process(app, what, name, obj, options, lines):
     if not lines:
         return
     tools = _load(Path(app.srcdir), "backrefs")
-    if not hasattr(app.env, "_backrefs_book"):
-        portable = _load(Path(app.srcdir), "portable")
-        app.env._backrefs_book = portable.Book(Path(app.srcdir))
-    book = app.env._backrefs_book
+    # kept here, not on app.env: the environment is pickled between builds, and the Book's
+    # classes come from a module loaded by path, which the next build could not unpickle
+    key = str(app.srcdir)
+    if key not in _BOOKS:
+        _BOOKS[key] = _load(Path(app.srcdir), "portable").Book(Path(app.srcdir))
+    book = _BOOKS[key]
     for i, line in enumerate(lines):
         if tools.PATTERN.search(line):
             try:
