@@ -16,7 +16,7 @@ NBVAL := MPLBACKEND=Agg $(BIN)/pytest --nbval --nbval-current-env --nbval-saniti
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
+.PHONY: pdf pdf-student test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -24,7 +24,7 @@ book: $(STAMP)
 
 # Runs every part even when one fails, then fails if any did. The browser check
 # runs when Chromium is installed and says plainly that it skipped when not.
-TEST_PARTS ?= test-lib test-notebooks test-build test-standalone test-site
+TEST_PARTS ?= test-lib test-notebooks test-pdf test-build test-standalone test-site
 test: $(STAMP)
 	@failed=0; passed=0; \
 	for part in $(TEST_PARTS); do \
@@ -78,6 +78,25 @@ repository: $(STAMP)
 # Each portable chapter (notebooks/) copied alone into an empty folder and run in a fresh venv that has only
 # the package's declared dependencies (installed by the chapter's set-up cell), as in
 # Colab. Needs no .venv; takes about two minutes.
+# The book as one PDF (tools/make_pdf.py): _build/pdf/how-many-heads.pdf, and the student
+# edition without solutions. pdflatex from the chapters' stored outputs (no notebook runs
+# again); needs Debian's texlive-latex-recommended texlive-latex-extra
+# texlive-fonts-recommended tex-gyre latexmk (.ci/run installs them). The site build that
+# follows copies both PDFs into the site and links them from the introduction.
+pdf: $(STAMP)
+	$(BIN)/python tools/make_pdf.py
+
+pdf-student: $(STAMP)
+	$(BIN)/python tools/make_pdf.py --student
+
+# Both PDFs built and read back (tests/test_pdf.py); says plainly that it skipped without TeX.
+test-pdf: $(STAMP)
+	@if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then \
+	  echo "test-pdf: SKIPPED, no TeX here (install texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended tex-gyre latexmk)"; \
+	  exit 0; fi; \
+	$(BIN)/python tools/make_pdf.py && $(BIN)/python tools/make_pdf.py --student && \
+	PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
+
 test-standalone:
 	$(PYTHON) tools/check_standalone.py --python $(PYTHON)
 

@@ -1,0 +1,122 @@
+"""Sphinx extension for the book's PDF (``make pdf``, tools/make_pdf.py): LaTeX builder only.
+
+* Solutions leave the text: each chapter's ``{solution}`` blocks move, in order, to a
+  section "Solutions to the exercises of Chapter N" at the end of that chapter, so a
+  printed exercise does not show its answer under it. With ``hide_solutions = True``
+  (sphinx-exercise's own option, set for the student edition) they are gone already.
+* Explorer cells (a cell whose code is only ``something_explorer()``) are dropped: a
+  widget needs a live kernel, and the static figure drawn just before each explorer is
+  what a printed page can show. Notes with the class ``site-only`` go too.
+
+For the HTML builder it only links the PDFs that ``make pdf`` built from the introduction
+(the marker comment in book/intro.md) and copies them into the site; without them the
+introduction says nothing of a PDF.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+EXPLORER = re.compile(r"^\s*[\w.]*explorer\(\)\s*$")
+
+
+def _chapter_number(app, docname: str) -> str:
+    numbers = app.env.toc_secnumbers.get(docname, {}).get("", ())
+    return ".".join(map(str, numbers))
+
+
+class CollectSolutions(SphinxPostTransform):
+    """Move each chapter's solutions to its end; drop explorer cells and site-only notes."""
+
+    default_priority = 900
+    builders = ("latex",)
+
+    def run(self, **kwargs):
+        from sphinx_exercise.nodes import solution_end_node, solution_node, solution_start_node
+
+        # hide_solutions (the student edition) leaves the end marker of a gated solution behind,
+        # which the LaTeX writer does not know
+        for kind in (solution_start_node, solution_end_node):
+            for node in list(self.document.findall(kind)):
+                if node.parent is not None and node in node.parent.children:
+                    node.parent.remove(node)
+
+        for node in list(self.document.findall(nodes.container)):
+            if "cell" not in node.get("classes", []):
+                continue
+            code = [b.astext() for b in node.findall(nodes.literal_block)]
+            if code and EXPLORER.match(code[0]):
+                node.parent.remove(node)
+        for node in list(self.document.findall(nodes.Admonition)):
+            if "site-only" in node.get("classes", []):
+                node.parent.remove(node)
+        for start in list(self.document.findall(addnodes.start_of_file)):
+            docname = start.get("docname", "")
+            if not docname.startswith("chapters/"):
+                continue
+            # (a chapter's top-level nodes still have the chapter's own document as parent: Sphinx
+            # moves them under start_of_file without updating it, so the search goes down from here)
+            solutions = [s for s in start.findall(solution_node) if s.parent is not None]
+            if not solutions:
+                continue
+            top = next((c for c in start.children if isinstance(c, nodes.section)), None)
+            if top is None:
+                continue
+            number = _chapter_number(self.app, docname)
+            section = nodes.section(ids=[f"solutions-{docname.replace('/', '-')}"], names=[])
+            section += nodes.title("", f"Solutions to the exercises of Chapter {number}")
+            for solution in solutions:
+                solution.parent.remove(solution)
+                section += solution
+            top += section
+
+
+MARKER = "<!-- pdf-download: book/_ext/pdf_book.py puts the links to the PDFs here -->"
+PDFS = (("how-many-heads.pdf", "the whole book, with the solutions collected at the end of each chapter"),
+        ("how-many-heads-student.pdf", "the student edition, without solutions"))
+
+
+def _pdfs(app):
+    """The PDFs ``make pdf`` built (in _build/pdf of the book's folder) that this site offers."""
+    folder = Path(app.srcdir) / "_build" / "pdf"
+    offered = PDFS[1:] if getattr(app.config, "hide_solutions", False) else PDFS
+    return [(folder / name, what) for name, what in offered if (folder / name).exists()]
+
+
+def _link_pdfs(app, docname, source):
+    """On the HTML site, replace the introduction's marker by links to the PDFs that exist."""
+    if app.builder.format != "html" or MARKER not in source[0]:
+        return
+    found = _pdfs(app)
+    if found:
+        depth = "../" * docname.count("/")
+        links = "; ".join(f'<a class="reference download" href="{depth}{p.name}">{p.name}</a> ({what}, '
+                          f'{p.stat().st_size / 2**20:.1f} MB)' for p, what in found)
+        html = f'<p class="pdf-download">To print, annotate or read offline, the book is also one PDF: {links}.</p>'
+    else:
+        html = ""
+    source[0] = source[0].replace(MARKER, html)
+
+
+def _copy_pdfs(app, exception):
+    if exception is None and app.builder.format == "html":
+        for path, _ in _pdfs(app):
+            shutil.copy(path, Path(app.outdir) / path.name)
+
+
+def _reread_intro(app, env, added, changed, removed):
+    """Read the introduction again on every build: whether PDFs exist is not in its source."""
+    return [app.config.root_doc] if app.builder.format == "html" else []
+
+
+def setup(app):
+    app.add_post_transform(CollectSolutions)
+    app.connect("env-get-outdated", _reread_intro)
+    app.connect("source-read", _link_pdfs)
+    app.connect("build-finished", _copy_pdfs)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

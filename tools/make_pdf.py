@@ -1,0 +1,232 @@
+"""Build the book as one PDF: ``make pdf`` (reader edition) and ``make pdf-student``.
+
+Usage: python tools/make_pdf.py [--student] [--out _build/pdf]
+
+1. A configuration derived from _config.yml (written next to the LaTeX sources):
+   the chapters' stored outputs are used (``exclude_patterns: [chapters/*]``; they are the outputs of
+   one clean run, which nbval compares with a fresh run, so the PDF reuses the site's
+   execution instead of running the notebooks again); pdflatex with Sphinx's own LaTeX
+   classes (``use_jupyterbook_latex: false``: Jupyter Book's route forces xelatex and a
+   class that needs texlive-fonts-extra, about 1.4 GB); no "Proof Index"
+   (``latex_domain_indices: false``); the book's extension ``pdf_book`` collects each
+   chapter's solutions at its end (the student edition sets sphinx-exercise's
+   ``hide_solutions`` and has none) and drops the explorer cells, which need a kernel.
+2. ``jupyter-book build --builder latex`` writes the LaTeX (about 20 s).
+3. The LaTeX is tidied where Sphinx's output does not suit pdflatex or the book:
+   a ``\\tag`` inside ``split`` moves after it; each exercise gets the label its
+   references use and is named by the site's number (tools/portable.py computes them,
+   and the build compares them with Sphinx's); theorem-like boxes get their own
+   look by kind (theorems, definitions, examples, exercises, solutions).
+4. ``latexmk -pdf`` (about 25 s) and the PDF is copied to ``_build/pdf/how-many-heads.pdf``
+   (``how-many-heads-student.pdf`` for the student edition).
+
+Needs TeX: Debian's texlive-latex-recommended, texlive-latex-extra,
+texlive-fonts-recommended, tex-gyre and latexmk (.ci/run installs them). Without
+``latexmk`` the script says so and exits with status 3, which ``make test`` reports as
+a skip.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import portable  # noqa: E402
+
+NAME = "how-many-heads"
+SKIPPED = 3
+
+#: Characters of the book that pdflatex's T1/UTF-8 setup does not know, and what to print.
+UNICODE = {
+    "\u2605": r"\ding{72}", "\u2606": r"\ding{73}", "\u2705": r"\ding{52}", "\u2713": r"\ding{51}",
+    "\u220e": r"\ensuremath{\blacksquare}", "\u2212": r"\ensuremath{-}", "\u2248": r"\ensuremath{\approx}",
+    "\u2264": r"\ensuremath{\le}", "\u2265": r"\ensuremath{\ge}", "\u2192": r"\ensuremath{\to}",
+    "\u00d7": r"\ensuremath{\times}", "\u03c3": r"\ensuremath{\sigma}", "\u03b1": r"\ensuremath{\alpha}",
+    "\u03bb": r"\ensuremath{\lambda}", "\u03c1": r"\ensuremath{\rho}", "\u03ba": r"\ensuremath{\kappa}",
+    "\u2016": r"\ensuremath{\|}", "\u2211": r"\ensuremath{\sum}", "\u2208": r"\ensuremath{\in}",
+    "\u221a": r"\ensuremath{\surd}", "\u2207": r"\ensuremath{\nabla}", "\u2202": r"\ensuremath{\partial}",
+    "\u221e": r"\ensuremath{\infty}", "\u2009": r"\,", "\u25c0": r"\ensuremath{\blacktriangleleft}",
+    "\u25b6": r"\ensuremath{\blacktriangleright}", "\u03b8": r"\ensuremath{\theta}",
+    "\u03bd": r"\ensuremath{\nu}", "\u03b5": r"\ensuremath{\varepsilon}", "\u2260": r"\ensuremath{\ne}",
+}
+#: Characters pdflatex prints as they are (T1 fonts with inputenc's UTF-8: Latin letters, quotes, dashes).
+PRINTABLE = set("\u00a0\u2018\u2019\u201c\u201d\u2013\u2014\u2026") | {chr(c) for c in range(0xc0, 0x180)}
+PREAMBLE = "\\usepackage{amssymb}\n\\usepackage{pifont}\n" + "".join(
+    f"\\DeclareUnicodeCharacter{{{ord(ch):04X}}}{{{tex}}}\n" for ch, tex in UNICODE.items())
+
+
+#: Box styles by kind (Sphinx 7.4's admonition keys): theorems blue, definitions green,
+#: examples and remarks grey, exercises orange, solutions light, other notes plain.
+SPHINXSETUP = ",".join([
+    "div.important_border-TeXcolor={RGB}{0,114,178}",
+    "div.important_background-TeXcolor={RGB}{235,243,250}",
+    "div.important_border-width=0.8pt",
+    "div.tip_border-TeXcolor={RGB}{0,158,115}",
+    "div.tip_background-TeXcolor={RGB}{235,248,243}",
+    "div.tip_border-width=0.8pt",
+    "div.attention_border-TeXcolor={RGB}{213,94,0}",
+    "div.attention_background-TeXcolor={RGB}{253,242,233}",
+    "div.attention_border-width=0.8pt",
+    "div.hint_border-TeXcolor={RGB}{120,120,120}",
+    "div.hint_border-width=0.5pt",
+    "div.seealso_border-TeXcolor={RGB}{160,160,160}",
+    "div.seealso_border-width=0.5pt",
+])
+KINDS = {
+    "important": ("Theorem", "Lemma", "Proposition", "Corollary"),
+    "tip": ("Definition",),
+    "hint": ("Example", "Remark"),
+    "attention": ("Exercise",),
+    "seealso": ("Solution",),
+}
+
+
+def pdf_config(root: Path, target: Path, student: bool) -> Path:
+    """Write the PDF build's configuration (derived from _config.yml) to ``target``."""
+    config = yaml.safe_load((root / "_config.yml").read_text()) or {}
+    # the chapters' stored outputs are used as they are; only the text notebook of the
+    # instructors' page (its tables and counts, a second) runs
+    config.setdefault("execute", {})["execute_notebooks"] = "force"
+    config["execute"]["exclude_patterns"] = ["chapters/*"]
+    config["latex"] = {"latex_engine": "pdflatex", "use_jupyterbook_latex": False,
+                       "latex_documents": {"targetname": f"{NAME}.tex"}}
+    sphinx = config.setdefault("sphinx", {})
+    local = dict(sphinx.get("local_extensions") or {})
+    local["pdf_book"] = "book/_ext"
+    # jupyter-book finds local extensions relative to the configuration file
+    sphinx["local_extensions"] = {k: str((root / v).resolve()) for k, v in local.items()}
+    extra = sphinx.setdefault("config", {})
+    extra["latex_domain_indices"] = False
+    extra["hide_solutions"] = bool(student)
+    extra["latex_elements"] = {"preamble": PREAMBLE, "sphinxsetup": SPHINXSETUP,
+                               "papersize": "a4paper", "pointsize": "11pt", "figure_align": "htbp"}
+    extra["latex_show_urls"] = "no"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("# Generated by tools/make_pdf.py from _config.yml\n" + yaml.safe_dump(config, sort_keys=False))
+    return target
+
+
+def unknown_characters(tex: str) -> list[str]:
+    """Characters of ``tex`` that pdflatex would stop at (neither printable nor declared)."""
+    return sorted({ch for ch in tex if ord(ch) > 127 and ch not in PRINTABLE and ch not in UNICODE})
+
+
+def tidy(tex: str, book) -> str:
+    """The LaTeX as Sphinx wrote it, made right for pdflatex and for the book."""
+    unknown = unknown_characters(tex)
+    if unknown:
+        raise SystemExit("make pdf: characters pdflatex does not know: "
+                         + ", ".join(f"{ch} (U+{ord(ch):04X})" for ch in unknown)
+                         + "; add them to UNICODE in tools/make_pdf.py")
+    # amsmath forbids \tag inside split: put it after the split (same equation, same tag)
+    tex = re.sub(r"\\begin\{split\}\n((?:(?!\\end\{split\}).)*?)\s*(\\tag\{[^}]*\})\s*\n\\end\{split\}",
+                 lambda m: "\\begin{split}\n" + m.group(1) + "\n\\end{split}" + m.group(2), tex, flags=re.S)
+    # exercises: sphinx-exercise labels them exercise:LABEL and refers to DOC:LABEL with \ref,
+    # which would print a section number; give the label its reference name, print the site's number
+    exercises = {t.label: t for t in book.labels.values() if t.kind == "exercise" and t.number}
+
+    def label(m):
+        t = exercises.get(m.group(1))
+        extra = f"\\label{{\\detokenize{{{t.docname}:{t.label}}}}}" if t else ""
+        return m.group(0) + extra
+    tex = re.sub(r"\\label\{exercise:([\w-]+)\}", label, tex)
+    # sphinx-proof labels its boxes \label{None:LABEL} (no document name); references use DOC:LABEL
+    tex = re.sub(r"\\label\{None:([\w-]+)\}",
+                 lambda m: m.group(0) + (f"\\label{{\\detokenize{{{book.labels[m.group(1)].docname}:{m.group(1)}}}}}"
+                                         if m.group(1) in book.labels else ""), tex)
+
+    def number(m):
+        t = exercises.get(m.group(2))
+        return t.numbered if t else m.group(0)
+    tex = re.sub(r"\\ref\{\\detokenize\{([\w/]+):([\w-]+)\}\}", number, tex)
+    tex = number_like_the_site(tex)
+    # theorem-like boxes by kind (sphinx-proof and sphinx-exercise write every one as "note")
+    for style, words in KINDS.items():
+        tex = re.sub(r"\\begin\{sphinxadmonition\}\{note\}\{(" + "|".join(words) + r")\b",
+                     lambda m: "\\begin{sphinxadmonition}{" + style + "}{" + m.group(1), tex)
+    return tex
+
+
+def number_like_the_site(tex: str) -> str:
+    """Number only the chapters the site numbers: Chapter 3 is the third chapter, as on the site.
+
+    Sphinx makes every page a numbered chapter and the introduction's sections chapters
+    too; here the introduction becomes one unnumbered chapter with unnumbered sections,
+    and the pages before and after the numbered part (notation, running, instructors;
+    API, status, references) become unnumbered chapters, listed in the contents.
+    """
+    head = re.compile(r"\\chapter\{(.*?)\}\n\\label\{\\detokenize\{([\w/]+):")
+    marks = list(head.finditer(tex))
+    if not marks:
+        return tex
+    out, last = [], 0
+    for i, m in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(tex)
+        out.append(tex[last:m.start()])
+        block, title, doc = tex[m.start():end], m.group(1), m.group(2)
+        if not doc.startswith("chapters/"):
+            block = re.sub(r"\\(sub)*section\{", lambda s: s.group(0)[:-1] + "*{", block)
+            if doc == "book/intro":
+                block = "\\section*{" + title + "}" + block[len("\\chapter{" + title + "}"):]
+            else:
+                block = ("\\chapter*{" + title + "}\\addcontentsline{toc}{chapter}{" + title + "}"
+                         "\\markboth{" + title + "}{" + title + "}" + block[len("\\chapter{" + title + "}"):])
+        out.append(block)
+        last = end
+    tex = "".join(out) + tex[last:]
+    intro = "\\phantomsection\\label{\\detokenize{book/intro::doc}}"
+    return tex.replace(intro, intro + "\n\\chapter*{Introduction}\\addcontentsline{toc}{chapter}{Introduction}"
+                       "\\markboth{Introduction}{Introduction}\n", 1)
+
+
+def build(student: bool = False, out: Path = ROOT / "_build" / "pdf", root: Path = ROOT) -> Path:
+    if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
+        print("make pdf: SKIPPED, no TeX here (install Debian's texlive-latex-recommended "
+              "texlive-latex-extra texlive-fonts-recommended tex-gyre latexmk, as .ci/run does)")
+        raise SystemExit(SKIPPED)
+    edition = "student" if student else "reader"
+    work = out / f"src-{edition}"
+    if work.exists():
+        shutil.rmtree(work)
+    config = pdf_config(root, work / "config.yml", student)
+    start = time.perf_counter()
+    jb = str(Path(sys.executable).with_name("jupyter-book"))
+    subprocess.run([jb, "build", str(root), "--builder", "latex", "--config", str(config),
+                    "--path-output", str(work), "-W", "-n", "--keep-going"], check=True)
+    latex = work / "_build" / "latex"
+    tex = latex / f"{NAME}.tex"
+    tex.write_text(tidy(tex.read_text(encoding="utf-8"), portable.Book(root)), encoding="utf-8")
+    middle = time.perf_counter()
+    run = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", tex.name],
+                         cwd=latex, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if run.returncode != 0:
+        print(run.stdout[-4000:])
+        raise SystemExit(f"make pdf: latexmk failed; see {latex / (NAME + '.log')}")
+    target = out / (f"{NAME}-student.pdf" if student else f"{NAME}.pdf")
+    shutil.copy(latex / f"{NAME}.pdf", target)
+    end = time.perf_counter()
+    print(f"wrote {target} ({target.stat().st_size / 2**20:.1f} MB): LaTeX {middle - start:.0f} s, "
+          f"PDF {end - middle:.0f} s")
+    return target
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--student", action="store_true", help="the student edition (no solutions)")
+    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "pdf")
+    args = parser.parse_args(argv)
+    build(args.student, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
