@@ -122,6 +122,20 @@ def test_the_student_edition_has_no_solutions(student, reader):
     assert len(found) >= 30, f"the reader edition has only {len(found)} of {len(titles)} solutions"
     assert [t for t in titles if t in s] == [], "the student edition has solutions"
     assert "Solutions to the exercises of Chapter" not in s
+    # and no solution's text, titled or not: the distinctive lines of every solution (code lines
+    # and sentences found nowhere else in its chapter, as tests/test_assignments.py picks them)
+    # that the reader edition shows must all be absent from the student edition
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_assignments import distinctive, solutions_and_rest
+    shown = []
+    for page in CHAPTERS:
+        solutions, rest = solutions_and_rest(page.path)
+        for solution in solutions:
+            # (once in the whole reader edition: in its solution, not also in another chapter)
+            shown += [line for line in distinctive(solution, rest) if r.count(flat(line)) == 1]
+    assert len(shown) >= 20, f"only {len(shown)} solution lines found in the reader edition: the check is blind"
+    leaked = [line for line in shown if flat(line) in s]
+    assert not leaked, f"the student edition prints solution text: {leaked[:3]}"
     # and the exercises themselves are there
     exercises = [t for t in BOOK.labels.values() if t.kind == "exercise" and t.number]
     assert all(f"Exercise {t.numbered}" in s for t in exercises)

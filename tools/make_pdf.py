@@ -9,8 +9,9 @@ Usage: python tools/make_pdf.py [--student] [--out _build/pdf]
    classes (``use_jupyterbook_latex: false``: Jupyter Book's route forces xelatex and a
    class that needs texlive-fonts-extra, about 1.4 GB); no "Proof Index"
    (``latex_domain_indices: false``); the book's extension ``pdf_book`` collects each
-   chapter's solutions at its end (the student edition sets sphinx-exercise's
-   ``hide_solutions`` and has none) and drops the explorer cells, which need a kernel.
+   chapter's solutions at its end and drops the explorer cells, which need a kernel. The
+   student edition is built from the students' copy of the book (tools/make_assignments.py:
+   chapters without solutions, no instructors' pages), as the students' site is.
 2. ``jupyter-book build --builder latex`` writes the LaTeX (about 20 s).
 3. The LaTeX is tidied where Sphinx's output does not suit pdflatex or the book:
    a ``\\tag`` inside ``split`` moves after it; each exercise gets the label its
@@ -60,7 +61,10 @@ UNICODE = {
 }
 #: Characters pdflatex prints as they are (T1 fonts with inputenc's UTF-8: Latin letters, quotes, dashes).
 PRINTABLE = set("\u00a0\u2018\u2019\u201c\u201d\u2013\u2014\u2026") | {chr(c) for c in range(0xc0, 0x180)}
-PREAMBLE = "\\usepackage{amssymb}\n\\usepackage{pifont}\n" + "".join(
+PREAMBLE = ("\\usepackage{amssymb}\n\\usepackage{pifont}\n\\usepackage{etoolbox}\n"
+            # tables in a smaller type, so that wide ones (notation, the exercise catalogue) fit
+            "\\AtBeginEnvironment{tabulary}{\\footnotesize}\n\\AtBeginEnvironment{longtable}{\\footnotesize}\n"
+            "\\addto\\captionsenglish{\\renewcommand{\\bibname}{References}}\n") + "".join(
     f"\\DeclareUnicodeCharacter{{{ord(ch):04X}}}{{{tex}}}\n" for ch, tex in UNICODE.items())
 
 
@@ -149,6 +153,27 @@ def tidy(tex: str, book) -> str:
         return t.numbered if t else m.group(0)
     tex = re.sub(r"\\ref\{\\detokenize\{([\w/]+):([\w-]+)\}\}", number, tex)
     tex = number_like_the_site(tex)
+    # a long table whose columns are all "l" (Sphinx's choice when it has no widths) never
+    # wraps and runs off the page: give its columns equal shares of the line, which wrap
+    def columns(m):
+        n = len(m.group(1))
+        return "\\begin{longtable}{" + "".join(f"\\X{{1}}{{{n}}}" for _ in range(n)) + "}"
+    tex = re.sub(r"\\begin\{longtable\}\{(l{4,})\}", columns, tex)
+    # the contents are titled by the first part's caption ("Getting started"): call them Contents
+    tex = re.sub(r"\\renewcommand\{\\contentsname\}\{[^}]*\}", r"\\renewcommand{\\contentsname}{Contents}", tex)
+    # sphinx-proof leaves some boxes unnumbered in LaTeX ("Lemma  (Rank bound)"): the site's number
+    def boxnumber(m):
+        t = book.labels.get(m.group(2))
+        return m.group(1) + m.group(3) + (f" {t.numbered} (" if t and t.number else " (")
+    tex = re.sub(r"(\\label\{None:([\w-]+)\}(?:\\label\{[^\n]*?\}\})?\n\\begin\{sphinxadmonition\}\{\w+\}\{)"
+                 r"([A-Z][a-z]+)  \(", boxnumber, tex)
+    # a proof is text, not a box with an empty title: "Proof." in italics, ended by a square
+    def proof(m):
+        body = m.group(1).rstrip()
+        end = "" if body.endswith(("\u220e", "\\blacksquare}", "\\qed")) else "\\hfill\\ensuremath{\\blacksquare}"
+        return "\\par\\smallskip\\noindent\\textit{Proof.} " + body + end + "\\par\\smallskip\n"
+    tex = re.sub(r"\\begin\{sphinxadmonition\}\{note\}\n\\sphinxAtStartPar\nProof\. "
+                 r"((?:(?!\\begin\{sphinxadmonition\}).)*?)\\end\{sphinxadmonition\}\n", proof, tex, flags=re.S)
     # theorem-like boxes by kind (sphinx-proof and sphinx-exercise write every one as "note")
     for style, words in KINDS.items():
         tex = re.sub(r"\\begin\{sphinxadmonition\}\{note\}\{(" + "|".join(words) + r")\b",
@@ -173,7 +198,12 @@ def number_like_the_site(tex: str) -> str:
         end = marks[i + 1].start() if i + 1 < len(marks) else len(tex)
         out.append(tex[last:m.start()])
         block, title, doc = tex[m.start():end], m.group(1), m.group(2)
-        if not doc.startswith("chapters/"):
+        if doc == "book/status":
+            block = ""              # the build's status table: a page of the site, not of the book
+        elif doc == "book/bibliography":
+            # sphinxthebibliography opens its own chapter ("References", see PREAMBLE)
+            block = block[len("\\chapter{" + title + "}"):]
+        elif not doc.startswith("chapters/"):
             block = re.sub(r"\\(sub)*section\{", lambda s: s.group(0)[:-1] + "*{", block)
             if doc == "book/intro":
                 block = "\\section*{" + title + "}" + block[len("\\chapter{" + title + "}"):]
@@ -199,12 +229,19 @@ def build(student: bool = False, out: Path = ROOT / "_build" / "pdf", root: Path
         shutil.rmtree(work)
     config = pdf_config(root, work / "config.yml", student)
     start = time.perf_counter()
+    source = root
+    if student:
+        # the students' copy of the book, as the students' site is built from it: chapters
+        # without their solutions (gated ones included), no instructors' pages
+        import make_assignments
+        source = work / "book"
+        make_assignments.stage_site_source(root, source, avoid=(out,))
     jb = str(Path(sys.executable).with_name("jupyter-book"))
-    subprocess.run([jb, "build", str(root), "--builder", "latex", "--config", str(config),
+    subprocess.run([jb, "build", str(source), "--builder", "latex", "--config", str(config),
                     "--path-output", str(work), "-W", "-n", "--keep-going"], check=True)
     latex = work / "_build" / "latex"
     tex = latex / f"{NAME}.tex"
-    tex.write_text(tidy(tex.read_text(encoding="utf-8"), portable.Book(root)), encoding="utf-8")
+    tex.write_text(tidy(tex.read_text(encoding="utf-8"), portable.Book(source)), encoding="utf-8")
     middle = time.perf_counter()
     run = subprocess.run(["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", tex.name],
                          cwd=latex, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -6,7 +6,8 @@
   (sphinx-exercise's own option, set for the student edition) they are gone already.
 * Explorer cells (a cell whose code is only ``something_explorer()``) are dropped: a
   widget needs a live kernel, and the static figure drawn just before each explorer is
-  what a printed page can show. Notes with the class ``site-only`` go too.
+  what a printed page can show. Notes with the class ``site-only`` go too, and so does the
+  code that builds the tables of the pages that are not chapters (glue, the catalogue).
 
 For the HTML builder it only links the PDFs that ``make pdf`` built from the introduction
 (the marker comment in book/intro.md) and copies them into the site; without them the
@@ -23,6 +24,8 @@ from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
 EXPLORER = re.compile(r"^\s*[\w.]*explorer\(\)\s*$")
+#: Code that builds a page's tables and counts (myst-nb's glue, the exercise catalogue).
+PLUMBING = re.compile(r"\bglue\(|exercise_catalogue|sys\.path")
 
 
 def _chapter_number(app, docname: str) -> str:
@@ -58,6 +61,12 @@ class CollectSolutions(SphinxPostTransform):
         for start in list(self.document.findall(addnodes.start_of_file)):
             docname = start.get("docname", "")
             if not docname.startswith("chapters/"):
+                # a page that is not a chapter (the instructors' guide) runs code only to build
+                # its tables: print the tables, not the code
+                for cell in list(start.findall(nodes.container)):
+                    if "cell_input" in cell.get("classes", []) and cell.parent is not None \
+                            and PLUMBING.search(cell.astext()):
+                        cell.parent.remove(cell)
                 continue
             # (a chapter's top-level nodes still have the chapter's own document as parent: Sphinx
             # moves them under start_of_file without updating it, so the search goes down from here)
