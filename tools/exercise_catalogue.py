@@ -145,7 +145,7 @@ def read_chapter(path: Path) -> list[Exercise]:
             chapter=chapter, chapter_title=heading, docname=f"chapters/{path.stem}",
             title=title, label=label, topic=str(meta["topic"]).strip(),
             difficulty=int(meta["difficulty"]), checked=checked,
-            shows_answer=bool(re.search(r"\blisting", body))))
+            shows_answer=bool(re.search(r"\blist(?:ings?|ed)\b", body))))
     return exercises
 
 
