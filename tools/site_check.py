@@ -499,7 +499,7 @@ def check_phone(browser, url: str, out: Path, stem: str):
         toggle = visible_toggle(page, "primary-toggle")
         if toggle is None:
             problems.append("phone: no visible sidebar toggle")
-        elif not on_screen(page, CHAPTER_LIST, False, timeout=500):
+        elif not on_screen(page, CHAPTER_LIST, False, timeout=3000):
             problems.append("phone: the chapter list is on screen before the toggle is tapped")
         elif not press(toggle, touch=True) or not on_screen(page, CHAPTER_LIST, True):
             problems.append("phone: tapping the sidebar toggle does not show the chapter list")
