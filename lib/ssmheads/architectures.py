@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
-from .models import MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _Layer
+from .models import _NO_OPERATOR, MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _Layer
 from .numerics import relative_gap
 from .operator import _toeplitz
 from .span import EPS, _lag_span_dimension, _rank_from, _scaled_columns
@@ -44,7 +44,6 @@ __all__ = [
     "rank_table",
 ]
 
-_NO_OPERATOR = "use forward(X), which never builds W, or a shorter X"
 _LOG_MAX = 709.0
 #: Most tangent-entry updates :meth:`Mamba.jacobian` performs (``n^2 d d_inner N``) before refusing.
 MAX_JACOBIAN_WORK = 2e8  # exp(709) is about 8e307, below the largest float
@@ -126,6 +125,13 @@ def _rotate(Z, angles):
 def _operator_from_scalar(alpha, V):
     """``W[i, j] = alpha[i, j] V`` for one head."""
     return alpha[:, :, None, None] * V[None, None]
+
+
+def _scalar_head_operator(head, X):
+    """``W[i, j] = alpha_ij(X) W_V`` of a single head (its ``_coefficients``), refusing a ``W`` above 1 GiB."""
+    X = head._input(X)
+    head._check_operator_size(X.shape[0])
+    return _operator_from_scalar(head._coefficients(X), head.W_V)
 
 
 def _causal_softmax(scores):
@@ -289,10 +295,7 @@ class LinearAttention(_Layer):
 
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = alpha_ij(X) W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
-        X = self._input(X)
-        n = X.shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _operator_from_scalar(self._coefficients(X), self.W_V)
+        return _scalar_head_operator(self, X)
 
 
 class Retention(_Layer):
@@ -421,10 +424,7 @@ class Retention(_Layer):
 
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = gamma^(i-j) q~_i^T k~_j W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
-        X = self._input(X)
-        n = X.shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _operator_from_scalar(self._coefficients(X), self.W_V)
+        return _scalar_head_operator(self, X)
 
 
 class _SoftmaxHead(_Layer):
@@ -454,10 +454,7 @@ class _SoftmaxHead(_Layer):
 
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = alpha_ij(X) W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
-        X = self._input(X)
-        n = X.shape[0]
-        check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _operator_from_scalar(self._coefficients(X), self.W_V)
+        return _scalar_head_operator(self, X)
 
 
 class ALiBiAttention(_SoftmaxHead):
