@@ -1,0 +1,1333 @@
+"""Hidden tests of the book's 17 auto-checked exercises, for Otter-Grader.
+
+Each exercise's question gets one visible test (the ``check_...`` of
+``ssmheads.exercises`` on its fixed cases, which students can run themselves)
+and the hidden tests below: new cases that live only in the instructors'
+master notebooks and in the autograder (tools/make_otter.py copies them).
+
+Rules every function here follows (Otter copies each function's source *alone*
+into a test cell and calls it with the student's globals, by parameter name):
+
+* its one parameter is named as the student's function; Otter passes ``None``
+  when the student did not define it;
+* it is self-contained: it imports what it uses inside its body and defines its
+  small helpers there (no module-level helper or constant is used);
+* its references are computed independently of the student's answer, by another
+  route than the one the exercise asks for where there is one, and never by a
+  ``check_...`` function; they are computed *before* the answer runs, and the
+  answer runs with the same library routines switched off as in the visible check;
+* every failure is an ``assert`` whose message says what was called, what was
+  expected and what the answer gave (a stub, ``None``, a wrong shape, NaN or an
+  exception raised by the student's code each get a clear message);
+* it is deterministic (seeded) and fast (well under 0.5 s).
+
+``HIDDEN_TESTS`` at the end maps each exercise label to its hidden tests;
+tests/test_hidden_tests.py tests them.
+"""
+
+
+# ============================================================== Chapter 1
+
+def hidden_ema(ema_operator):
+    """ex-ema (Exercise 1.1), hidden cases: the EMA operator on 6 new (n, d, gamma).
+
+    (6, 3, 0.25); n = 1 with d = 4; gamma = 0 (the identity, 0**0 = 1); gamma = 1 (the
+    zero operator: the factor 1 - gamma vanishes); a slow decay (9, 2, 0.97); a negative
+    gamma with a wide token (3, 5, -0.8). Reference: the interaction operator of the SSM
+    A = gamma I, B = (1 - gamma) I, C = I (sh.LinearSSM), not the EMA formula.
+    """
+    import numpy as np
+
+    import ssmheads as sh
+
+    assert ema_operator is not None, ("ema_operator is not defined: run the cell that defines it "
+                                      "(keep its name ema_operator) before you submit")
+    assert callable(ema_operator), f"ema_operator should be a function; got {type(ema_operator).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            out = ema_operator(*args)
+        except Exception as exc:  # the student's code failed: report it, not a traceback
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    for n, d, gamma in ((6, 3, 0.25), (1, 4, 0.8), (5, 2, 0.0), (4, 2, 1.0), (9, 2, 0.97), (3, 5, -0.8)):
+        what = f"ema_operator({n}, {d}, {gamma})"
+        expected = sh.LinearSSM(gamma * np.eye(d), (1 - gamma) * np.eye(d), np.eye(d)).interaction(np.zeros((n, d)))
+        got = array(call(what, n, d, gamma), (n, n, d, d), what)
+        bad = np.abs(got - expected) > 1e-9 * max(1.0, float(np.abs(expected).max()))
+        above = np.argwhere(bad & (np.arange(n)[None, :, None, None] > np.arange(n)[:, None, None, None]))
+        where = tuple(int(i) for i in (above[0] if len(above) else np.argwhere(bad)[0])) if bad.any() else None
+        hint = ""
+        if len(above):
+            hint = ("; this block lies above the diagonal (j > i): the EMA never reads later tokens, "
+                    "so W_ij = 0 for j > i")
+        elif gamma == 0.0:
+            hint = "; with gamma = 0 the EMA is y_i = x_i: W_ii = I (gamma^0 = 1, also for gamma = 0) and 0 elsewhere"
+        elif gamma == 1.0:
+            hint = "; with gamma = 1 the factor 1 - gamma is 0, so every block is 0"
+        assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
+                               "(indices (i, j, row, col), 0-based: output i, source j, then the entry of the "
+                               f"d x d block W_ij = (1 - gamma) gamma^(i-j) I for j <= i){hint}")
+
+
+def hidden_mlp(mlp_operator):
+    """ex-mlp (Exercise 1.2), hidden cases: the token-local operator W_ii = W2 D(x_i) W1 on 4 new MLPs.
+
+    n=7, d=3, h=6, p=4 with a zero token and a token that is minus another; n = 1 with
+    p = 1; a scalar MLP (d = h = p = 1) on tokens of both signs and a zero; and W1 = I with
+    tokens whose preactivation is exactly 0 in one unit (D counts only W1 x > 0, strictly).
+    Reference: a loop over tokens, W2 @ diag(1[W1 x_i > 0]) @ W1.
+    """
+    import numpy as np
+
+    assert mlp_operator is not None, ("mlp_operator is not defined: run the cell that defines it "
+                                      "(keep its name mlp_operator) before you submit")
+    assert callable(mlp_operator), f"mlp_operator should be a function; got {type(mlp_operator).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            out = mlp_operator(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    cases = []
+    for seed, n, d, h, p in ((111, 7, 3, 6, 4), (112, 1, 2, 3, 1)):
+        rng = np.random.default_rng(seed)
+        W1, W2, X = rng.standard_normal((h, d)), rng.standard_normal((p, h)), rng.standard_normal((n, d))
+        if n == 7:
+            X[2] = 0.0        # a zero token: D(0) = 0, so W_22 = 0
+            X[5] = -X[4]      # the opposite token: the complementary gates
+        cases.append((f"mlp_operator(W1, W2, X) with n={n}, d={d}, h={h}, p={p} (seed {seed})"
+                      + (", token 2 zero, token 5 = -token 4" if n == 7 else ""), W1, W2, X))
+    cases.append(("mlp_operator(W1, W2, X) with n=5, d=h=p=1, W1 = [[1]], W2 = [[2]], X = [1, -1, 0, 2.5, -0.5]",
+                  np.array([[1.0]]), np.array([[2.0]]), np.array([[1.0], [-1.0], [0.0], [2.5], [-0.5]])))
+    cases.append(("mlp_operator(W1, W2, X) with n=3, W1 = I_2, X = [[1, 0], [0, -1], [2, 3]] (preactivations "
+                  "exactly 0 in one unit)", np.eye(2), np.array([[1.5, -0.5], [0.7, 2.0]]),
+                  np.array([[1.0, 0.0], [0.0, -1.0], [2.0, 3.0]])))
+
+    for what, W1, W2, X in cases:
+        n, p, d = X.shape[0], W2.shape[0], W1.shape[1]
+        expected = np.zeros((n, n, p, d))
+        for i in range(n):
+            expected[i, i] = W2 @ np.diag((W1 @ X[i] > 0).astype(float)) @ W1
+        got = array(call(what, W1.copy(), W2.copy(), X.copy()), (n, n, p, d), what)
+        scale = max(1.0, float(np.abs(expected).max()))
+        off = ~np.eye(n, dtype=bool)
+        norms = np.sqrt(np.einsum("ijpd,ijpd->ij", got, got))
+        if n > 1 and np.max(np.where(off, norms, 0.0)) > 1e-9 * scale:
+            i, j = (int(k) for k in np.unravel_index(np.argmax(np.where(off, norms, 0.0)), (n, n)))
+            assert False, (f"{what}: block ({i}, {j}) (0-based, i != j) has norm {norms[i, j]:.3g}; the MLP acts "
+                           "token by token, so its token-local operator has W_ij = 0 for i != j")
+        bad = np.abs(got - expected) > 1e-9 * scale
+        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        hint = ""
+        if where is not None:
+            pre = W1 @ X[where[0]]
+            if np.any(pre == 0):
+                hint = (f"; token {where[0]} has a preactivation W1 x exactly 0 in unit(s) "
+                        f"{[int(r) for r in np.flatnonzero(pre == 0)]}: D(x) = diag(1[W1 x > 0]) counts only "
+                        "strictly positive units (so a zero token has W_ii = 0)")
+        assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
+                               f"(indices (i, j, row, col), 0-based; W_ii = W2 D(x_i) W1){hint}")
+
+
+def hidden_residual(residual_operator):
+    """ex-residual (Exercise 1.3), hidden cases: attention plus the identity on 4 new layers.
+
+    A causal softmax layer with 3 heads, d=4, n=5; a NON-causal layer (2 heads, d=3, d_k=5,
+    n=7); a causal LINEAR-kernel layer (2 heads, d=2, n=4); one head with n = 1. Reference:
+    the layer's coefficients and value maps, sum_h alpha^h_ij V_h + delta_ij I (not
+    mha.interaction), so an answer that rebuilds causal softmax attention itself fails.
+    """
+    import numpy as np
+
+    import ssmheads as sh
+    from ssmheads import systems
+
+    assert residual_operator is not None, ("residual_operator is not defined: run the cell that defines it "
+                                           "(keep its name residual_operator) before you submit")
+    assert callable(residual_operator), (f"residual_operator should be a function; "
+                                         f"got {type(residual_operator).__name__}")
+
+    def call(what, *args):
+        error = None
+        try:
+            out = residual_operator(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    for seed, H, d, dk, n, causal, kernel in ((31, 3, 4, 4, 5, True, "softmax"), (32, 2, 3, 5, 7, False, "softmax"),
+                                              (33, 2, 2, 2, 4, True, "linear"), (34, 1, 3, 3, 1, True, "softmax")):
+        mha = systems.random_attention(H, d, d_k=dk, seed=seed, causal=causal, kernel=kernel)
+        X = np.random.default_rng(seed + 100).standard_normal((n, d))
+        what = (f"residual_operator(mha, X) with a {'causal' if causal else 'non-causal'} {kernel} layer, "
+                f"{H} head(s), d={d}, d_k={dk}, n={n}")
+        expected = (np.einsum("hij,hpd->ijpd", mha.coefficients(X), mha.value_maps())
+                    + np.eye(n)[:, :, None, None] * np.eye(d))
+        got = array(call(what, mha, X.copy()), (n, n, d, d), what)
+        scale = max(1.0, float(np.abs(expected).max()))
+        bad = np.abs(got - expected) > 1e-9 * scale
+        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        hint = ""
+        if where is not None:
+            identity = np.eye(n)[:, :, None, None] * np.eye(d)
+            if np.abs(got + identity - expected).max() <= 1e-9 * scale:
+                hint = "; the residual connection is missing: add the identity to the diagonal blocks W_ii"
+            elif np.abs(got - (expected - identity + np.eye(d))).max() <= 1e-9 * scale:
+                hint = "; the identity is added to every block; it belongs to the diagonal blocks (i == j) only"
+            elif not causal or kernel != "softmax":
+                plain = sh.MultiHeadAttention(mha.W_Q, mha.W_K, mha.W_V, mha.W_O, causal=True, kernel="softmax")
+                same = np.abs(got - plain.interaction(X) - identity).max() <= 1e-9 * scale
+                hint = (f"; this layer is {'not causal (mha.causal is False)' if not causal else 'causal'} and uses "
+                        f"the {kernel} kernel (mha.kernel){': your operator is that of a causal softmax layer' if same else ''}; "
+                        "use the layer's own coefficients (mha.interaction or mha.coefficients)")
+        assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
+                               f"(indices (i, j, row, col), 0-based; W_ij = sum_h alpha^h_ij V_h + delta_ij I){hint}")
+
+
+# ============================================================== Chapter 2
+
+def hidden_lag_span(lag_span_dimension):
+    """ex-lag-span-by-hand (Exercise 2.1), hidden cases: k(n) on 13 new systems with known answers.
+
+    A non-normal Jordan block J_3(0.9) (n = 2 and 6); a nilpotent shift with K_0 = 0
+    (n = 1, 2, 5: catches a lag range off by one); badly scaled systems, B = 1e-12 I and
+    C = 1e8 I (catch an absolute tolerance); a quarter-turn rotation (n = 1, 2); a
+    rank-6 system before and after its plateau (n = 4, 12); p = 1, d = 3; C = 0. The
+    expected values are known by construction (and the test file checks them against the
+    library). The library's span routines are switched off while the answer runs, as in the check.
+    """
+    import numpy as np
+
+    from ssmheads import systems
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch2 import SPAN_ROUTINES
+
+    assert lag_span_dimension is not None, ("lag_span_dimension is not defined: run the cell that defines it "
+                                            "(keep its name lag_span_dimension) before you submit")
+    assert callable(lag_span_dimension), (f"lag_span_dimension should be a function; "
+                                          f"got {type(lag_span_dimension).__name__}")
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(SPAN_ROUTINES):
+                out = lag_span_dimension(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (fill in its body and return k(n))")
+        return out
+
+    jordan = systems.jordan([(0.9, 3)])
+    shift = np.eye(3, k=-1)                          # e1 -> e2 -> e3 -> 0
+    e1, e2 = np.array([[1.0], [0.0], [0.0]]), np.array([[0.0, 1.0, 0.0]])
+    quarter = systems.rotation(np.pi / 2, rho=0.5)
+    six = systems.random_with_lag_rank(6, 3, 2, seed=11)
+    rng = np.random.default_rng(121)
+    wide_B, row_C = rng.standard_normal((4, 3)), rng.standard_normal((1, 4))
+    cases = [  # (label, (A, B, C, n), k)
+        ("jordan([(0.9, 3)]) (a non-normal Jordan block), B = C = I_3, n=2", (jordan.A, jordan.B, jordan.C, 2), 2),
+        ("jordan([(0.9, 3)]), B = C = I_3, n=6", (jordan.A, jordan.B, jordan.C, 6), 3),
+        ("the shift e1 -> e2 -> e3, B = e1, C = e2^T (K_0 = 0, K_1 = 1, K_2 = 0), n=1", (shift, e1, e2, 1), 0),
+        ("the shift e1 -> e2 -> e3, B = e1, C = e2^T, n=2", (shift, e1, e2, 2), 1),
+        ("the shift e1 -> e2 -> e3, B = e1, C = e2^T, n=5", (shift, e1, e2, 5), 1),
+        ("diagonal([0.9, 0.5]) with B = 1e-12 I (tiny lags), n=5", (np.diag([0.9, 0.5]), 1e-12 * np.eye(2), np.eye(2), 5), 2),
+        ("diagonal([0.9, 0.5]) with C = 1e8 I (huge lags), n=5", (np.diag([0.9, 0.5]), np.eye(2), 1e8 * np.eye(2), 5), 2),
+        ("rotation(pi/2, rho=0.5), n=1", (quarter.A, quarter.B, quarter.C, 1), 1),
+        ("rotation(pi/2, rho=0.5), n=2", (quarter.A, quarter.B, quarter.C, 2), 2),
+        ("random_with_lag_rank(6, 3, 2, seed=11), n=4", (six.A, six.B, six.C, 4), 4),
+        ("random_with_lag_rank(6, 3, 2, seed=11), n=12", (six.A, six.B, six.C, 12), 6),
+        ("A = diag(0.9, 0.5, -0.5, 0.2), random B (4 x 3) and C (1 x 4): p = 1, d = 3, n=8",
+         (np.diag([0.9, 0.5, -0.5, 0.2]), wide_B, row_C, 8), 3),
+        ("C = 0 (every lag vanishes), n=3", (np.diag([0.9, 0.5]), np.eye(2), np.zeros((2, 2)), 3), 0),
+    ]
+    for label, (A, B, C, n), k in cases:
+        what = f"lag_span_dimension(A, B, C, {n}) on {label}"
+        out = call(what, A.copy(), B.copy(), C.copy(), n)
+        try:
+            value = int(out)
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        assert value is not None and not isinstance(out, (bool, np.bool_)) and value == out, (
+            f"{what}: expected an integer; got {out!r}")
+        hint = ""
+        if value != k and ("B = 1e-12" in label or "C = 1e8" in label):
+            hint = ("; the singular values here are all tiny (or all huge): count those above a tolerance "
+                    "RELATIVE to the largest one, not above a fixed number")
+        elif value != k and "K_0 = 0" in label:
+            hint = "; the lags are K_l = C A^l B for l = 0, ..., n-1 (n of them, starting at A^0 = I)"
+        elif value != k and k == 0:
+            hint = "; every lag is zero here, so k(n) = 0"
+        assert value == k, f"{what}: k(n) should be {k}; got {out!r}{hint}"
+
+
+def hidden_three_dims(three_dimensional_system):
+    """ex-three-dims (Exercise 2.2), hidden test: the returned system has k(n) = min(n, 3), checked in new ways.
+
+    The lags come from the SSM's response to impulses (running h_t = A h_(t-1) + B x_t,
+    y_t = C h_t), not from powers of A; k(n) is counted for every n up to max(2N, 12) and
+    must be clear-cut (no singular value between 1e-12 and 1e-8 of the largest, so k does
+    not hinge on the tolerance); and the interaction operator of the SSM at n = 10
+    (sh.LinearSSM(...).interaction) must have interaction rank 3.
+    """
+    import numpy as np
+
+    import ssmheads as sh
+
+    name = "three_dimensional_system()"
+    assert three_dimensional_system is not None, (
+        "three_dimensional_system is not defined: run the cell that defines it (keep its name) before you submit")
+    assert callable(three_dimensional_system), (f"three_dimensional_system should be a function; "
+                                                f"got {type(three_dimensional_system).__name__}")
+    error = None
+    try:
+        out = three_dimensional_system()
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    assert error is None, f"{name} raised {error}"
+    assert out is not None and out is not Ellipsis, (
+        f"{name} returned None: your function returns nothing yet (return the tuple (A, B, C))")
+    try:
+        A, B, C = (np.asarray(M) for M in out)
+        real = not any(np.iscomplexobj(M) for M in (A, B, C))
+        A, B, C = (M.astype(float) for M in (A, B, C))
+    except (TypeError, ValueError):
+        A = None
+    assert A is not None, f"{name}: expected a tuple (A, B, C) of three real matrices; got {type(out).__name__}"
+    assert real, f"{name}: expected real matrices A, B, C; got complex ones"
+    assert A.ndim == B.ndim == C.ndim == 2 and A.shape[0] == A.shape[1] == B.shape[0] == C.shape[1], (
+        f"{name}: expected A (N, N), B (N, d), C (p, N); got shapes {A.shape}, {B.shape}, {C.shape}")
+    assert (C.shape[0], B.shape[1]) == (2, 2), (
+        f"{name}: expected p = 2 outputs and d = 2 inputs; got p = {C.shape[0]}, d = {B.shape[1]}")
+    assert np.all(np.isfinite(A)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C)), (
+        f"{name}: A, B and C must be finite; yours contain NaN or infinity")
+    N = A.shape[0]
+    radius = float(np.max(np.abs(np.linalg.eigvals(A)))) if N else 0.0
+    assert radius < 1, f"{name}: the system must be stable (spectral radius < 1); got {radius:.6g}"
+
+    n_max = max(2 * N, 12)
+    state, lags = B.copy(), []          # impulse e_c at time 0: the state is A^t B e_c, the output C A^t B e_c
+    for _ in range(n_max):
+        lags.append(C @ state)
+        state = A @ state
+    G = np.array([K.T.ravel() for K in lags])   # row l: vec K_l (column-major)
+    profile = []
+    for n in range(1, n_max + 1):
+        s = np.linalg.svd(G[:n], compute_uv=False)
+        top = s[0] if s.size and s[0] > 0 else 0.0
+        if top > 0:
+            between = s[(s > 1e-12 * top) & (s <= 1e-8 * top)]
+            assert between.size == 0, (
+                f"{name}: at n = {n} a singular value of the stacked lags [vec K_0 .. vec K_(n-1)] is "
+                f"{between[0] / top:.1e} of the largest, so k({n}) depends on the tolerance; make the three "
+                "directions clearly independent (and any fourth exactly absent)")
+        profile.append(int(np.sum(s > 1e-10 * top)) if top > 0 else 0)
+    want = [min(n, 3) for n in range(1, n_max + 1)]
+    assert profile == want, (f"{name}: from the SSM's impulse responses, k(1..{n_max}) should be {want}; "
+                             f"yours is {profile}")
+    W = sh.LinearSSM(A, B, C).interaction(np.zeros((10, 2)))
+    rank = sh.interaction_rank(W.reshape(-1, 2, 2))
+    assert rank == 3, (f"{name}: the interaction operator of your SSM on n = 10 tokens should have interaction "
+                       f"rank 3; it has {rank}")
+
+
+def hidden_long_plateau(long_plateau_system):
+    """ex-longer-plateau (Exercise 2.3), hidden test: k = 1, 1, 1, then 2 for ever, checked in new ways.
+
+    The lags come from the SSM's response to impulses; the test asks directly that
+    K_0 != 0, that K_1 and K_2 are multiples of K_0, that K_3 is not, and that every later
+    lag up to max(2N, 12) lies in span{K_0, K_3}; every count must be clear-cut (no
+    singular value between 1e-12 and 1e-8 of the largest); and the operator of the SSM
+    has interaction rank 1 on n = 3 tokens and 2 on n = 4 and n = 12 tokens.
+    """
+    import numpy as np
+
+    import ssmheads as sh
+
+    name = "long_plateau_system()"
+    assert long_plateau_system is not None, (
+        "long_plateau_system is not defined: run the cell that defines it (keep its name) before you submit")
+    assert callable(long_plateau_system), (f"long_plateau_system should be a function; "
+                                           f"got {type(long_plateau_system).__name__}")
+    error = None
+    try:
+        out = long_plateau_system()
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    assert error is None, f"{name} raised {error}"
+    assert out is not None and out is not Ellipsis, (
+        f"{name} returned None: your function returns nothing yet (return the tuple (A, B, C))")
+    try:
+        A, B, C = (np.asarray(M) for M in out)
+        real = not any(np.iscomplexobj(M) for M in (A, B, C))
+        A, B, C = (M.astype(float) for M in (A, B, C))
+    except (TypeError, ValueError):
+        A = None
+    assert A is not None, f"{name}: expected a tuple (A, B, C) of three real matrices; got {type(out).__name__}"
+    assert real, f"{name}: expected real matrices A, B, C; got complex ones"
+    assert A.ndim == B.ndim == C.ndim == 2 and A.shape[0] == A.shape[1] == B.shape[0] == C.shape[1], (
+        f"{name}: expected A (N, N), B (N, d), C (p, N); got shapes {A.shape}, {B.shape}, {C.shape}")
+    assert np.all(np.isfinite(A)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C)), (
+        f"{name}: A, B and C must be finite; yours contain NaN or infinity")
+    N, p, d = A.shape[0], C.shape[0], B.shape[1]
+    radius = float(np.max(np.abs(np.linalg.eigvals(A)))) if N else 0.0
+    assert radius < 1, f"{name}: the system must be stable (spectral radius < 1); got {radius:.6g}"
+
+    n_max = max(2 * N, 12)
+    state, lags = B.copy(), []
+    for _ in range(n_max):
+        lags.append(C @ state)
+        state = A @ state
+    G = np.array([K.T.ravel() for K in lags])
+
+    def rank(rows, what):
+        s = np.linalg.svd(rows, compute_uv=False)
+        if not s.size or s[0] == 0:
+            return 0
+        between = s[(s > 1e-12 * s[0]) & (s <= 1e-8 * s[0])]
+        assert between.size == 0, (f"{name}: for {what} a singular value is {between[0] / s[0]:.1e} of the "
+                                   "largest, so the count depends on the tolerance; make the plateau exact")
+        return int(np.sum(s > 1e-10 * s[0]))
+
+    assert rank(G[:1], "K_0") == 1, f"{name}: K_0 = C B is zero, so k(1) = 0; k(1) must be 1"
+    assert rank(G[:3], "K_0, K_1, K_2") == 1, (
+        f"{name}: K_1 and K_2 should be multiples of K_0 (k(2) = k(3) = 1); they are not")
+    assert rank(G[:4], "K_0, ..., K_3") == 2, f"{name}: K_3 should NOT be a multiple of K_0 (k(4) = 2); it is"
+    basis = G[[0, 3]]
+    for l in range(4, n_max):
+        assert rank(np.vstack([basis, G[l]]), f"K_0, K_3 and K_{l}") == 2, (
+            f"{name}: K_{l} is not in span{{K_0, K_3}}, so k grows past 2 at n = {l + 1}; k must stay 2 from "
+            f"n = 4 on (checked up to n = {n_max})")
+    for n, r in ((3, 1), (4, 2), (12, 2)):
+        W = sh.LinearSSM(A, B, C).interaction(np.zeros((n, d)))
+        got = sh.interaction_rank(W.reshape(-1, p, d))
+        assert got == r, (f"{name}: the interaction operator of your SSM on n = {n} tokens should have "
+                          f"interaction rank {r}; it has {got}")
+
+
+# ============================================================== Chapter 3
+
+def hidden_build_heads(exact_head_construction):
+    """ex-build-heads (Exercise 3.1), hidden cases: any exact k-head construction on 6 new sets of lags.
+
+    A non-normal system J_2(0.8) (+) [-0.5] (k = 3); sigma_2 / sigma_1 ~ 4e-8 (a rank
+    tolerance looser than that, e.g. 1e-5, sees one direction); lags scaled by 1e-12 (an
+    absolute tolerance sees none); a nilpotent shift with zero lags K_3 = K_4 = K_5 = 0;
+    a single lag (n = 1, p = 2, d = 3); p = 1, d = 4 (k = 4). Accepts any construction
+    with exactly k heads and sum_h c_h(l) V_h = K_l to 1e-9 of max |K| (relative, so the
+    tiny lags count). The library's head routines are switched off while the answer runs.
+    """
+    import numpy as np
+
+    from ssmheads import lag_operators, systems
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
+
+    assert exact_head_construction is not None, (
+        "exact_head_construction is not defined: run the cell that defines it (keep its name) before you submit")
+    assert callable(exact_head_construction), (f"exact_head_construction should be a function; "
+                                               f"got {type(exact_head_construction).__name__}")
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(REFERENCE_ROUTINES):
+                out = exact_head_construction(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return (coefficients, values))")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    jordan = systems.jordan([(0.8, 2), (-0.5, 1)])
+    small = systems.random_with_lag_rank(3, 3, 2, seed=21)
+    shift = np.eye(3, k=-1)
+    wide = systems.random_stable(4, 4, 1, seed=23)
+    cases = [  # (label, K, k): k known by construction
+        ("jordan([(0.8, 2), (-0.5, 1)]), B = C = I_3, n=7 (non-normal)", lag_operators(jordan.A, jordan.B, jordan.C, 7), 3),
+        ("diagonal([0.9, 0.5]), B = I, C = diag(1, 1e-7), n=9 (sigma_2 / sigma_1 ~ 4e-8)",
+         lag_operators(np.diag([0.9, 0.5]), np.eye(2), np.diag([1.0, 1e-7]), 9), 2),
+        ("random_with_lag_rank(3, 3, 2, seed=21) times 1e-12 (tiny lags), n=8",
+         1e-12 * lag_operators(small.A, small.B, small.C, 8), 3),
+        ("nilpotent shift, B = C = I_3, n=6 (K_3 = K_4 = K_5 = 0)", lag_operators(shift, np.eye(3), np.eye(3), 6), 3),
+        ("a single lag, n=1, p=2, d=3", np.random.default_rng(131).standard_normal((1, 2, 3)), 1),
+        ("random_stable(4, 4, 1, seed=23): p = 1, d = 4, n=5", lag_operators(wide.A, wide.B, wide.C, 5), 4),
+    ]
+    for label, K, k in cases:
+        n, p, d = K.shape
+        what = f"exact_head_construction(K) on {label}"
+        out = call(what, K.copy())
+        try:
+            coefficients, values = out
+        except (TypeError, ValueError):
+            coefficients = values = None
+        assert values is not None, f"{what}: expected a pair (coefficients, values); got {type(out).__name__}"
+        heads = np.shape(values)[0] if np.ndim(values) == 3 else None
+        assert heads is not None, f"{what}: values should have shape ({k}, {p}, {d}); got shape {np.shape(values)}"
+        if heads != k:
+            s = np.linalg.svd(K.transpose(0, 2, 1).reshape(n, p * d), compute_uv=False)
+            assert False, (f"{what}: the lags span k = {k} dimensions, so use exactly {k} heads; you used {heads} "
+                           f"(singular values of the stacked lags, relative to the largest: "
+                           f"{', '.join(f'{v / s[0]:.1e}' for v in s[:k + 1])}; choose a rank tolerance "
+                           "relative to the largest and below the smallest nonzero one)")
+        V = array(values, (k, p, d), f"{what}: values")
+        c = array(coefficients, (k, n), f"{what}: coefficients")
+        got = np.einsum("hl,hpd->lpd", c, V)
+        bad = np.abs(got - K) > 1e-9 * float(np.abs(K).max())
+        where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+        assert where is None, (f"{what}: sum_h coefficients[h, l] values[h] should reproduce K_l; entry (l, row, col) "
+                               f"= {where} should be {K[where]:.6g}; got {got[where]:.6g} (tolerance 1e-9 of "
+                               f"max |K| = {np.abs(K).max():.3g})")
+
+
+def hidden_tail(optimal_error):
+    """ex-tail (Exercise 3.2), hidden cases: the Eckart-Young tail on 6 new (K, H, weights).
+
+    H = 0 (the whole weighted energy); random weights in [0.1, 3]; H = k (zero); lags
+    scaled by 1e4 with random weights; H = 6 beyond min(n, pd) (zero); a single lag
+    (n = 1) with weight 2.5. Reference: the eigenvalues of the weighted Gram matrix
+    G_w^T G_w (n x n), summed beyond the H largest, not an SVD of G_w; compared to 1e-9 of
+    the total weighted energy. The library's head routines are switched off while the answer runs.
+    """
+    import warnings
+
+    import numpy as np
+
+    from ssmheads import lag_operators, systems
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
+
+    assert optimal_error is not None, ("optimal_error is not defined: run the cell that defines it "
+                                       "(keep its name optimal_error) before you submit")
+    assert callable(optimal_error), f"optimal_error should be a function; got {type(optimal_error).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(REFERENCE_ROUTINES):
+                out = optimal_error(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the minimum, a number)")
+        return out
+
+    rng = np.random.default_rng(141)
+    jordan = systems.jordan([(0.8, 2), (-0.5, 1)])
+    Ka = lag_operators(jordan.A, jordan.B, jordan.C, 7)          # p = d = 3, k = 3
+    rot = systems.rotation(0.7, rho=0.95)
+    Kb = 1e4 * lag_operators(rot.A, rot.B, rot.C, 6)
+    five = systems.random_stable(5, 2, 3, seed=24)
+    Kc = lag_operators(five.A, five.B, five.C, 4)                # n = 4, p d = 6
+    Kd = rng.standard_normal((1, 2, 2))
+    cases = [
+        ("jordan([(0.8, 2), (-0.5, 1)]), n=7, H=0, weights ones", Ka, 0, np.ones(7)),
+        ("jordan([(0.8, 2), (-0.5, 1)]), n=7, H=2, random weights in [0.1, 3]", Ka, 2, rng.uniform(0.1, 3.0, 7)),
+        ("jordan([(0.8, 2), (-0.5, 1)]), n=7, H=3 = k, weights n - l", Ka, 3, 7.0 - np.arange(7)),
+        ("rotation(0.7, rho=0.95) times 1e4, n=6, H=1, random weights in [0.1, 3]", Kb, 1, rng.uniform(0.1, 3.0, 6)),
+        ("random_stable(5, 2, 3, seed=24), n=4, H=6 (more heads than min(n, pd) = 4)", Kc, 6, np.ones(4)),
+        ("a single lag, n=1, H=0, weight 2.5", Kd, 0, np.array([2.5])),
+    ]
+    for label, K, H, weights in cases:
+        n = K.shape[0]
+        Gw = K.reshape(n, -1) * np.sqrt(weights)[:, None]          # row l: sqrt(w_l) vec K_l
+        eigenvalues = np.clip(np.sort(np.linalg.eigvalsh(Gw @ Gw.T))[::-1], 0.0, None)
+        value = float(np.sum(eigenvalues[H:]))
+        total = float(np.sum(weights * np.sum(K.reshape(n, -1) ** 2, axis=1)))
+        what = f"optimal_error(K, {H}, weights) on {label}"
+        out = call(what, K.copy(), H, weights.copy())
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = float(out)
+        except (TypeError, ValueError, OverflowError):
+            got = None
+        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
+        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        hint = ""
+        if H == 0:
+            hint = "; with H = 0 heads nothing is approximated: the minimum is sum_l w_l ||K_l||_F^2"
+        elif value <= 1e-9 * total:
+            hint = "; with at least k heads the lags are reproduced exactly: the minimum is 0"
+        assert abs(got - value) <= 1e-9 * total, (
+            f"{what}: the minimum is {value:.10g}; got {got:.10g} (tolerance 1e-9 of sum_l w_l ||K_l||^2 = "
+            f"{total:.4g}){hint}")
+
+
+def hidden_count_nonneg(nonnegative_head_count):
+    """ex-count-nonneg (Exercise 3.3), hidden cases: H+ on 10 new sets of lags with known answers.
+
+    Positive scalar lags (1); alternating signs with n = 2 (2); a single negative-decay lag,
+    n = 1 (1); rotation(1.0) before and after half a turn (n = 3: 2, n = 5: 3); a sign change
+    in one coordinate only, diagonal([0.9, -0.5]) (pointed: 2) and diagonal([-0.9, 0.5, 0.2])
+    with C = -I (3: pointed by a functional with a negative entry); scalar lags 0, 1, 0, 0.25, ... with K_0 = 0 (1); rotation(0.5) scaled by 1e-6 (2)
+    and by 1e6 (3). The values are known by construction (the test file checks them against
+    the library). The library's head routines are switched off while the answer runs.
+    """
+    import numpy as np
+
+    from ssmheads import lag_operators, systems
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
+
+    assert nonnegative_head_count is not None, (
+        "nonnegative_head_count is not defined: run the cell that defines it (keep its name) before you submit")
+    assert callable(nonnegative_head_count), (f"nonnegative_head_count should be a function; "
+                                              f"got {type(nonnegative_head_count).__name__}")
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(REFERENCE_ROUTINES):
+                out = nonnegative_head_count(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return H+, an integer)")
+        return out
+
+    def scalar(a, n, c=1.0):
+        return lag_operators([[a]], [[1.0]], [[c]], n)
+
+    def of(ssm, n):
+        return lag_operators(ssm.A, ssm.B, ssm.C, n)
+
+    rot1, rot05 = systems.rotation(1.0, 0.9), systems.rotation(0.5, 0.9)
+    cases = [  # (label, K, H+)
+        ("scalar a = 0.3, C = 2, n=5 (positive lags)", scalar(0.3, 5, 2.0), 1),
+        ("scalar a = -0.9, n=2 (lags 1, -0.9)", scalar(-0.9, 2), 2),
+        ("scalar a = -0.5, n=1 (a single lag)", scalar(-0.5, 1), 1),
+        ("rotation(1.0, rho=0.9), n=3 ((n-1) theta = 2 < pi)", of(rot1, 3), 2),
+        ("rotation(1.0, rho=0.9), n=5 ((n-1) theta = 4 > pi)", of(rot1, 5), 3),
+        ("diagonal([0.9, -0.5]), n=6 (one coordinate changes sign, the other stays positive)",
+         of(systems.diagonal([0.9, -0.5]), 6), 2),
+        ("diagonal([-0.9, 0.5, 0.2]), C = -I_3, n=8 (k = 3; K[1, 1] < 0 on every lag)",
+         -of(systems.diagonal([-0.9, 0.5, 0.2]), 8), 3),
+        ("A = diag(0.5, -0.5), B = [1, 1]^T, C = [1, -1], n=7 (lags 0, 1, 0, 0.25, 0, ...: K_0 = 0)",
+         lag_operators(np.diag([0.5, -0.5]), np.ones((2, 1)), np.array([[1.0, -1.0]]), 7), 1),
+        ("rotation(0.5, rho=0.9) times 1e-6, n=6 (tiny lags, (n-1) theta < pi)", 1e-6 * of(rot05, 6), 2),
+        ("rotation(0.5, rho=0.9) times 1e6, n=8 (huge lags, (n-1) theta > pi)", 1e6 * of(rot05, 8), 3),
+    ]
+    for label, K, value in cases:
+        what = f"nonnegative_head_count(K) on {label}"
+        out = call(what, K.copy())
+        assert isinstance(out, (int, np.integer)) and not isinstance(out, (bool, np.bool_)), (
+            f"{what}: expected an integer; got {out!r} ({type(out).__name__})")
+        hint = ""
+        if out != value and "K_0 = 0" in label:
+            hint = "; zero lags belong to every cone: leave them out of the pointedness test"
+        elif out != value and "times 1e" in label:
+            hint = "; only the scale differs from an ordinary case: use tolerances relative to the lags' size"
+        elif out != value and "one coordinate" in label:
+            hint = ("; a sign change costs a head only when no functional is positive on every nonzero lag: "
+                    "here phi(K) = K[0, 0] is")
+        assert out == value, f"{what}: H+ should be {value}; got {out}{hint}"
+
+
+def hidden_quaternion(quaternion_heads):
+    """ex-quaternion-heads (Exercise 3.6), hidden cases: four fixed heads, pair by pair, on 3 new inputs.
+
+    A random SSM (N = 8, p = d = 4) on n = 9 tokens: token 0 zero, token 3 of norm ~1e-9,
+    token 6 of norm ~1e6, tokens 7 and 8 equal; a second SSM on 8 structured tokens
+    (e_1..e_4, (1, 1, 1, 1), (1, -1, 1, -1), (1, 1, 0, 0), (0, 1, 0, -1)), where sets of
+    value maps that miss a direction often fail; and n = 1. Each pair (i, j), j <= i, must
+    give sum_h alpha[h, i, j] V_h x_j = K_(i-j) x_j to 1e-9 of ||K_(i-j)|| ||x_j|| (relative,
+    so the tiny token counts); alpha must be causal and the value maps the same in every call.
+    The library's head routines are switched off while the answer runs.
+    """
+    import numpy as np
+
+    from ssmheads import lag_operators, systems
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
+
+    assert quaternion_heads is not None, ("quaternion_heads is not defined: run the cell that defines it "
+                                          "(keep its name quaternion_heads) before you submit")
+    assert callable(quaternion_heads), f"quaternion_heads should be a function; got {type(quaternion_heads).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(REFERENCE_ROUTINES):
+                out = quaternion_heads(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return (alpha, values))")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    first = systems.random_stable(8, 4, 4, rho=0.8, seed=41)
+    X1 = np.random.default_rng(151).standard_normal((9, 4))
+    X1[0] = 0.0
+    X1[3] *= 1e-9
+    X1[6] *= 1e6
+    X1[8] = X1[7]
+    second = systems.random_stable(6, 4, 4, rho=0.9, seed=42)
+    X2 = np.vstack([np.eye(4), [[1.0, 1.0, 1.0, 1.0], [1.0, -1.0, 1.0, -1.0], [1.0, 1.0, 0.0, 0.0],
+                                [0.0, 1.0, 0.0, -1.0]]])
+    third = systems.random_stable(4, 4, 4, seed=43)
+    cases = [("random_stable(8, 4, 4, rho=0.8, seed=41), n=9: token 0 zero, token 3 tiny (~1e-9), token 6 "
+              "huge (~1e6), tokens 7 and 8 equal", lag_operators(first.A, first.B, first.C, 9), X1),
+             ("random_stable(6, 4, 4, seed=42), n=8, tokens e_1, e_2, e_3, e_4, (1,1,1,1), (1,-1,1,-1), "
+              "(1,1,0,0), (0,1,0,-1)", lag_operators(second.A, second.B, second.C, 8), X2),
+             ("random_stable(4, 4, 4, seed=43), n=1, x_0 = (0.3, -1.2, 0.5, 2)",
+              lag_operators(third.A, third.B, third.C, 1), np.array([[0.3, -1.2, 0.5, 2.0]]))]
+    fixed = None
+    for label, K, X in cases:
+        n = K.shape[0]
+        what = f"quaternion_heads(K, X) on {label}"
+        out = call(what, K.copy(), X.copy())
+        try:
+            alpha, values = out
+        except (TypeError, ValueError):
+            alpha = values = None
+        assert values is not None, f"{what}: expected a pair (alpha, values); got {type(out).__name__}"
+        V = array(values, (4, 4, 4), f"{what}: values")
+        alpha = array(alpha, (4, n, n), f"{what}: alpha")
+        if fixed is None:
+            fixed = V
+        assert np.abs(V - fixed).max() <= 1e-12 * max(1.0, np.abs(fixed).max()), (
+            f"{what}: the value maps differ from those of your first call; a head's value map is fixed, only "
+            "the coefficients alpha may depend on K and X")
+        upper = np.triu(np.ones((n, n), bool), 1)
+        if upper.any():
+            worst = np.abs(alpha).max(axis=0) * upper
+            assert worst.max() <= 1e-12 * max(1.0, np.abs(alpha).max()), (
+                f"{what}: alpha must be causal (zero for j > i); alpha[:, {int(np.argwhere(worst == worst.max())[0][0])}, "
+                f"{int(np.argwhere(worst == worst.max())[0][1])}] is not")
+        for i in range(n):
+            for j in range(i + 1):
+                target = K[i - j] @ X[j]
+                got = np.einsum("h,hpd,d->p", alpha[:, i, j], V, X[j])
+                allowed = 1e-9 * np.linalg.norm(K[i - j], 2) * np.linalg.norm(X[j])
+                assert np.linalg.norm(got - target) <= allowed, (
+                    f"{what}: pair (i, j) = ({i}, {j}) (0-based): sum_h alpha[h, {i}, {j}] V_h x_{j} should be "
+                    f"K_{i - j} x_{j} = [{', '.join(f'{v:.6g}' for v in target)}]; yours is "
+                    f"[{', '.join(f'{v:.6g}' for v in got)}] (token {j} has norm {np.linalg.norm(X[j]):.3g}; "
+                    "the coefficients must work for every nonzero token, whatever its size)")
+
+
+# ============================================================== Chapter 4
+
+def hidden_head_jacobian(head_jacobian):
+    """ex-head-jacobian (Exercise 4.1), hidden cases: d y_i / d x_j of one causal head on 5 new heads and inputs.
+
+    d=3, d_k=2, n=5; p=3 != d=2 with d_k=4, n=6 (catches a transposed block); a zero
+    token (d=3, n=2); n = 1 with d_k = 1; sharp attention (inputs times 3, n = 8).
+    Reference: sh.jacobian of the same head as a MultiHeadAttention layer (the test file
+    checks it against central finite differences); tolerance 1e-7 of max(1, max |J|).
+    """
+    import numpy as np
+
+    import ssmheads as sh
+    from ssmheads import systems
+
+    assert head_jacobian is not None, ("head_jacobian is not defined: run the cell that defines it "
+                                       "(keep its name head_jacobian) before you submit")
+    assert callable(head_jacobian), f"head_jacobian should be a function; got {type(head_jacobian).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            out = head_jacobian(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (fill in its body and return J)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    for seed, d, p, dk, n in ((61, 3, 3, 2, 5), (62, 2, 3, 4, 6), (63, 3, 3, 3, 2), (64, 2, 2, 1, 1), (65, 2, 2, 3, 8)):
+        head = systems.random_attention(1, d, p=p, d_k=dk, seed=seed, scale=1.5)
+        X = np.random.default_rng(seed + 100).standard_normal((n, d))
+        note = ""
+        if seed == 63:
+            X[0] = 0.0
+            note = ", token 0 zero"
+        if seed == 65:
+            X *= 3.0
+            note = ", sharp attention (inputs times 3)"
+        V = head.value_maps()[0]
+        head = sh.MultiHeadAttention(head.W_Q, head.W_K, V[None], np.eye(p)[None])   # the value map V = W_O W_V
+        expected = sh.jacobian(head, X)
+        what = f"head_jacobian(W_Q, W_K, V, X) on a head with d={d}, p={p}, d_k={dk}, n={n}{note}"
+        got = array(call(what, head.W_Q[0].copy(), head.W_K[0].copy(), V.copy(), X.copy()), (n, n, p, d), what)
+        bad = np.abs(got - expected) > 1e-7 * max(1.0, float(np.abs(expected).max()))
+        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        hint = ""
+        if where is not None and where[0] == where[1]:
+            hint = ("this is a diagonal block (j == i): besides the value and key paths it carries the query path "
+                    "sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)")
+        elif where is not None and where[1] > where[0]:
+            hint = "the head is causal: y_i does not depend on x_j for j > i, so this block is zero"
+        elif where is not None:
+            hint = ("an off-diagonal block (j < i) has the value path a_ij V and the key path "
+                    "a_ij (v_j - y_i) (W_K^T q_i)^T / sqrt(d_k) only")
+        assert where is None, (f"{what}: entry (i, j, row, col) = {where} of d y_i / d x_j should be "
+                               f"{expected[where]:.6g}; got {got[where]:.6g}; {hint}")
+
+
+def hidden_highway(make_input):
+    """ex-build-highway (Exercise 4.2), hidden cases: weight exactly a on position key, on 4 new heads.
+
+    d=3, d_k=2: n = 2, a = 0.999 (the key is the only other token); the same head, n = 10,
+    a = 0.01, key = 8 (next to the last); d_k = 1 (a rank-one W_K^T W_Q), n = 50, a = 0.75,
+    key = 25; d = 4, d_k = 3, n = 1000, a = 0.6, key = 500. Reference: the softmax weight
+    computed here from W_Q, W_K and the returned input, to 1e-8 (the check's tolerance).
+    """
+    import numpy as np
+
+    from ssmheads import systems
+
+    assert make_input is not None, ("make_input is not defined: run the cell that defines it "
+                                    "(keep its name make_input) before you submit")
+    assert callable(make_input), f"make_input should be a function; got {type(make_input).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            out = make_input(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (fill in its body and return X)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    for seed, d, dk, n, a, key in ((71, 3, 2, 2, 0.999, 0), (71, 3, 2, 10, 0.01, 8), (72, 2, 1, 50, 0.75, 25),
+                                   (73, 4, 3, 1000, 0.6, 500)):
+        head = systems.random_attention(1, d, d_k=dk, seed=seed, scale=1.5)
+        W_Q, W_K = head.W_Q[0], head.W_K[0]
+        what = f"make_input(W_Q, W_K, n={n}, a={a}, key={key}) with d={d}, d_k={dk}"
+        X = array(call(what, W_Q.copy(), W_K.copy(), n, a, key), (n, d), what)
+        with np.errstate(all="ignore"):
+            scores = (X @ W_K.T) @ (W_Q @ X[-1]) / np.sqrt(dk)     # s_(n-1, j) for j <= n-1: the last row sees all
+            weights = np.exp(scores - scores.max())
+            weights = weights / weights.sum()
+        assert np.all(np.isfinite(weights)), f"{what}: the scores on your input overflow (NaN or infinity)"
+        top = int(np.argmax(weights))
+        hint = f"; the largest weight ({weights[top]:.6g}) is on position {top}" if top != key else ""
+        assert abs(weights[key] - a) <= 1e-8, (
+            f"{what}: the weight of the last position (n-1 = {n - 1}) on position {key} should be {a}; on your "
+            f"input it is {weights[key]:.10g}{hint} (positions 0-based; the last token competes with all n tokens, "
+            "itself included)")
+
+
+def hidden_ssm_profile(ssm_profile):
+    """ex-ssm-profile (Exercise 4.3), hidden cases: ||d y_(n-1) / d x_(n-1-l)|| on 6 new systems.
+
+    A non-normal Jordan block J_4(0.95), n = 30 (the norms first grow); p = 1, d = 3, n = 10;
+    a badly scaled diagonal system (B = 1e-6 I, C = 1e6 [[1, 2], [0, 1]]), n = 8; a
+    nilpotent shift, n = 5 (norms 1, 1, 1, 0, 0); n = 1; random_stable(6, 3, 2), n = 15.
+    Reference: the lags read off the SSM's response to impulses (sh.LinearSSM.forward),
+    then spectral norms; tolerance 1e-9 of max(1, max norm), as in the check.
+    """
+    import numpy as np
+
+    import ssmheads as sh
+    from ssmheads import systems
+
+    assert ssm_profile is not None, ("ssm_profile is not defined: run the cell that defines it "
+                                     "(keep its name ssm_profile) before you submit")
+    assert callable(ssm_profile), f"ssm_profile should be a function; got {type(ssm_profile).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            out = ssm_profile(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the n norms)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    jordan = systems.jordan([(0.95, 4)])
+    siso = systems.random_stable(4, 3, 1, seed=81)
+    mimo = systems.random_stable(6, 3, 2, rho=0.95, seed=82)
+    rot = systems.rotation(2.0, rho=0.7)
+    cases = [("jordan([(0.95, 4)]) (non-normal), n=30", (jordan.A, jordan.B, jordan.C, 30)),
+             ("random_stable(4, 3, 1, seed=81) (p = 1, d = 3), n=10", (siso.A, siso.B, siso.C, 10)),
+             ("diagonal([0.9, -0.6]) with B = 1e-6 I, C = 1e6 [[1, 2], [0, 1]], n=8",
+              (np.diag([0.9, -0.6]), 1e-6 * np.eye(2), 1e6 * np.array([[1.0, 2.0], [0.0, 1.0]]), 8)),
+             ("the nilpotent shift, B = C = I_3, n=5", (np.eye(3, k=-1), np.eye(3), np.eye(3), 5)),
+             ("rotation(2.0, rho=0.7), n=1", (rot.A, rot.B, rot.C, 1)),
+             ("random_stable(6, 3, 2, rho=0.95, seed=82), n=15", (mimo.A, mimo.B, mimo.C, 15))]
+    for label, (A, B, C, n) in cases:
+        d = B.shape[1]
+        ssm = sh.LinearSSM(A, B, C)
+        lags = np.zeros((n, C.shape[0], d))
+        for c in range(d):
+            impulse = np.zeros((n, d))
+            impulse[0, c] = 1.0
+            lags[:, :, c] = ssm.forward(impulse)                 # y_l = K_l e_c
+        expected = np.linalg.norm(lags, ord=2, axis=(1, 2))
+        what = f"ssm_profile(A, B, C, {n}) on {label}"
+        got = array(call(what, A.copy(), B.copy(), C.copy(), n), (n,), what)
+        scale = max(1.0, float(expected.max()))
+        bad = np.abs(got - expected) > 1e-9 * scale
+        where = int(np.argmax(bad)) if bad.any() else None
+        hint = ""
+        if where is not None:
+            if np.abs(got[::-1] - expected).max() <= 1e-9 * scale:
+                hint = "; your profile is reversed: entry l is the norm of K_l = C A^l B (distance l)"
+            elif np.abs(got - np.linalg.norm(lags, axis=(1, 2))).max() <= 1e-9 * scale:
+                hint = "; that is the Frobenius norm: the exercise asks for the spectral norm (ord=2)"
+        assert where is None, (f"{what}: entry {where} (l = {where}, 0-based) should be ||C A^{where} B||_2 = "
+                               f"{expected[where]:.6g}; got {got[where]:.6g}{hint}")
+
+
+def hidden_delay_loss(delay_loss):
+    """ex-delay-loss (Exercise 4.8), hidden cases: the normalised white-noise loss on 6 new (K, L).
+
+    n = 1, L = 0, K = [0.3]; a random kernel with the longest delay L = n - 1 = 14; a delay
+    at the wrong lag (K = e_3, L = 2); a random kernel, n = 40, L = 17; half the exact
+    delay, n = 5, L = 0; a large kernel (1e3 times random), n = 7, L = 4. Reference: the
+    operator route, sum over pairs i, j of (W_ij - T_ij)^2 with W_ij = K_(i-j) and the
+    delay T_ij = [i - j = L], divided by the same for K = 0 (math.md, Corollary 7(c)).
+    """
+    import warnings
+
+    import numpy as np
+
+    assert delay_loss is not None, ("delay_loss is not defined: run the cell that defines it "
+                                    "(keep its name delay_loss) before you submit")
+    assert callable(delay_loss), f"delay_loss should be a function; got {type(delay_loss).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            out = delay_loss(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the loss, a number)")
+        return out
+
+    rng = np.random.default_rng(161)
+    cases = [("K = [0.3], n=1, L=0", np.array([0.3]), 0),
+             ("a random kernel, n=15, L=14 (the longest delay)", rng.standard_normal(15), 14),
+             ("K = e_3 (a delay at the wrong lag), n=8, L=2", np.eye(8)[3], 2),
+             ("a random kernel, n=40, L=17", rng.standard_normal(40), 17),
+             ("K = 0.5 e_0 (half the exact delay), n=5, L=0", 0.5 * np.eye(5)[0], 0),
+             ("1e3 times a random kernel, n=7, L=4", 1e3 * rng.standard_normal(7), 4)]
+    for label, K, L in cases:
+        n = K.shape[0]
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+        W = np.where(lag >= 0, K[np.clip(lag, 0, None)], 0.0)   # the convolution's operator, W_ij = K_(i-j)
+        T = (lag == L).astype(float)                            # the delay's operator
+        right = float(np.sum((W - T) ** 2) / np.sum(T ** 2))
+        what = f"delay_loss(K, {L}) with {label}"
+        out = call(what, K.copy(), L)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = float(out)
+        except (TypeError, ValueError, OverflowError):
+            got = None
+        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
+        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        hint = ""
+        unweighted = float(np.sum((K - (np.arange(n) == L)) ** 2))
+        if abs(got - unweighted) <= 1e-9 * max(1.0, unweighted) and abs(right - unweighted) > 1e-9 * max(1.0, right):
+            hint = "; every lag is weighted alike there: lag l is seen by the n - l positions i >= l (weight n - l)"
+        elif abs(got - right * (n - L)) <= 1e-9 * max(1.0, right * (n - L)) and n - L != 1:
+            hint = "; divide by the loss of K = 0, which is n - L"
+        assert abs(got - right) <= 1e-9 * max(1.0, abs(right)), (
+            f"{what}: the loss should be {right:.10g}; got {got:.10g}{hint}")
+
+
+# ============================================================== Chapter 5
+
+def hidden_retention(retention_recurrent):
+    """ex-retention-recurrent (Exercise 5.1), hidden cases: the recurrence on 6 new (n, d_k, p, gamma).
+
+    (10, 3, 2, 0.3); n = 1 with d_k = p = 1 and gamma = 1; d_k = 6 > n = 4; a slow decay
+    (15, 2, 4, 0.999); a fast decay (8, 2, 2, 1e-3); a zero query row and a zero key row
+    (7, 3, 3, 0.6). Reference: the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for
+    s <= t. The library's retention routines are switched off while the answer runs.
+    """
+    import numpy as np
+
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch5 import RETENTION_ROUTINES
+
+    assert retention_recurrent is not None, ("retention_recurrent is not defined: run the cell that defines it "
+                                             "(keep its name retention_recurrent) before you submit")
+    assert callable(retention_recurrent), (f"retention_recurrent should be a function; "
+                                           f"got {type(retention_recurrent).__name__}")
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(RETENTION_ROUTINES):
+                out = retention_recurrent(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the outputs Y)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    def parallel(Q, K, V, gamma):
+        lag = np.arange(Q.shape[0])[:, None] - np.arange(Q.shape[0])[None, :]
+        return (np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0) * (Q @ K.T)) @ V
+
+    rng = np.random.default_rng(171)
+    for n, dk, p, gamma in ((10, 3, 2, 0.3), (1, 1, 1, 1.0), (4, 6, 3, 0.8), (15, 2, 4, 0.999), (8, 2, 2, 1e-3),
+                            (7, 3, 3, 0.6)):
+        Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))
+        note = ""
+        if n == 7:
+            Q[2], K[4] = 0.0, 0.0
+            note = ", query 2 and key 4 zero"
+        expected = parallel(Q, K, V, gamma)
+        what = f"retention_recurrent(Q, K, V, {gamma}) with n={n}, d_k={dk}, p={p}{note}"
+        got = array(call(what, Q.copy(), K.copy(), V.copy(), gamma), (n, p), what)
+        scale = max(1.0, float(np.abs(expected).max()))
+        bad = np.abs(got - expected) > 1e-9 * scale
+        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        hint = ""
+        if where is not None:
+            if gamma < 1 and np.abs(got - gamma * expected).max() <= 1e-9 * scale:
+                hint = "; the current token is decayed too: decay the old state, then add k_t v_t^T"
+            elif gamma < 1 and np.abs(got - parallel(Q, K, V, 1.0)).max() <= 1e-9 * scale:
+                hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
+            elif np.abs(got - (Q @ K.T) @ V).max() <= 1e-9 * scale:
+                hint = "; the sum runs over every s, also s > t: retention is causal"
+        assert where is None, (f"{what}: Y entry (t, channel) = {where} should be {expected[where]:.6g}; got "
+                               f"{got[where]:.6g} (the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for s <= t){hint}")
+
+
+def hidden_rope(rope_interaction):
+    """ex-rope-rank (Exercise 5.2), hidden cases: the operator of a causal RoPE head on 4 new heads.
+
+    n=7, d=3, d_k=6, p=2, base 500 (three rotation frequencies); n = 1; d_k = 2 with base 2
+    and n = 12 (angles past a full turn), p = 1; base 1 (every pair at the same frequency)
+    with a zero token, d_k = 4. Reference: rotary scores computed with complex numbers,
+    (q_t as d_k/2 complex pairs times e^(i t theta_m)), not with rotation matrices;
+    tolerance 1e-9 as in the check. The library's RoPE routines are switched off while the answer runs.
+    """
+    import numpy as np
+
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch5 import ROPE_ROUTINES
+
+    assert rope_interaction is not None, ("rope_interaction is not defined: run the cell that defines it "
+                                          "(keep its name rope_interaction) before you submit")
+    assert callable(rope_interaction), f"rope_interaction should be a function; got {type(rope_interaction).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            with reference_routines_off(ROPE_ROUTINES):
+                out = rope_interaction(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the operator W)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    def operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True):
+        n, dk = X.shape[0], W_Q.shape[0]
+        Q, K = X @ W_Q.T, X @ W_K.T
+        zq, zk = Q[:, 0::2] + 1j * Q[:, 1::2], K[:, 0::2] + 1j * K[:, 1::2]     # pair m as one complex number
+        if rotate:
+            phase = np.exp(1j * np.arange(n)[:, None] * base ** (-np.arange(0, dk, 2) / dk)[None, :])
+            zq, zk = zq * phase, zk * phase
+        S = (zq @ zk.conj().T).real / (np.sqrt(dk) if scale else 1.0)        # Re <z_q, z_k> = the real dot product
+        if causal:
+            S = np.where(np.tril(np.ones((n, n), bool)), S, -np.inf)
+        a = np.exp(S - S.max(axis=1, keepdims=True))
+        return (a / a.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
+
+    rng = np.random.default_rng(181)
+    for n, d, dk, p, base in ((7, 3, 6, 2, 500.0), (1, 3, 2, 2, 10000.0), (12, 2, 2, 1, 2.0), (6, 4, 4, 3, 1.0)):
+        W_Q, W_K = rng.standard_normal((dk, d)), rng.standard_normal((dk, d))
+        W_V, X = rng.standard_normal((p, d)), rng.standard_normal((n, d))
+        note = ""
+        if base == 1.0:
+            X[3] = 0.0
+            note = ", token 3 zero"
+        args = (W_Q, W_K, W_V, X, base)
+        expected = operator(*args)
+        what = f"rope_interaction(W_Q, W_K, W_V, X, base={base:g}) with n={n}, d={d}, d_k={dk}, p={p}{note}"
+        got = array(call(what, W_Q.copy(), W_K.copy(), W_V.copy(), X.copy(), base), (n, n, p, d), what)
+        scale = max(1.0, float(np.abs(expected).max()))
+        bad = np.abs(got - expected) > 1e-9 * scale
+        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        hint = ""
+        if where is not None:
+            for why, flags in (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
+                               ("the queries and keys are not rotated", dict(rotate=False)),
+                               ("the scores are not divided by sqrt(d_k)", dict(scale=False))):
+                wrong = operator(*args, **flags)
+                if np.abs(wrong - expected).max() > 1e-9 * scale and np.abs(got - wrong).max() <= 1e-9 * scale:
+                    hint = f"; {why}"
+                    break
+        assert where is None, (f"{what}: entry (i, j, row, col) = {where} should be {expected[where]:.6g}; got "
+                               f"{got[where]:.6g} (W_ij = a_ij W_V, pair (2m, 2m+1) rotated by t base^(-2m/d_k)){hint}")
+
+
+def hidden_ssd(ssd_operator):
+    """ex-ssd-rank (Exercise 5.3), hidden cases: the SSD operator on 5 new layers.
+
+    H=2, n=8, N=5, p=3, d=2; n = 1 (H=1, N=4); H = 4 heads with N = p = d = 1, n = 3;
+    decays close to 1 (H=3, n=6, N=2); strong decays a in [1e-8, 1e-6] over n = 70 tokens
+    (the products underflow to 0: dividing cumulative products gives 0/0 there, a cumulative
+    sum of logs does not). Reference: the recurrence S_t = a_t S_(t-1) + B_t x_t^T,
+    y_t = sum_h V_h S_t^T C_t, run on every unit input; tolerance 1e-9 as in the check.
+    The library's SSD routines are switched off while the answer runs.
+    """
+    import numpy as np
+
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch5 import SSD_ROUTINES
+
+    assert ssd_operator is not None, ("ssd_operator is not defined: run the cell that defines it "
+                                      "(keep its name ssd_operator) before you submit")
+    assert callable(ssd_operator), f"ssd_operator should be a function; got {type(ssd_operator).__name__}"
+
+    def call(what, *args):
+        error = None
+        try:
+            with np.errstate(all="ignore"), reference_routines_off(SSD_ROUTINES):
+                out = ssd_operator(*args)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the operator W)")
+        return out
+
+    def array(out, shape, what):
+        try:
+            raw = np.asarray(out)
+            got = None if np.iscomplexobj(raw) else raw.astype(float)
+        except (TypeError, ValueError):
+            raw, got = None, None
+        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
+        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
+        bad = ~np.isfinite(got)
+        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+        return got
+
+    def by_recurrence(a, B, C, V):
+        H, n = a.shape
+        coeff = np.zeros((H, n, n))               # coeff[h, t, s]: what source s contributes at time t
+        state = np.zeros((H, n, B.shape[1]))      # state[h, s]: the part of S^h_t fed by the token at s
+        for t in range(n):
+            state = a[:, t, None, None] * state
+            state[:, t] += B[t]
+            coeff[:, t] = state @ C[t]
+        return np.einsum("hts,hpd->tspd", coeff, V)
+
+    rng = np.random.default_rng(191)
+    for H, n, N, p, d, low, high in ((2, 8, 5, 3, 2, 0.3, 0.99), (1, 1, 4, 2, 3, 0.3, 0.95), (4, 3, 1, 1, 1, 0.3, 0.95),
+                                     (3, 6, 2, 2, 2, 0.99, 0.999999), (2, 70, 3, 1, 2, 1e-8, 1e-6)):
+        a = rng.uniform(low, high, (H, n))
+        B, C = rng.standard_normal((n, N)), rng.standard_normal((n, N))
+        V = rng.standard_normal((H, p, d))
+        expected = by_recurrence(a, B, C, V)
+        what = (f"ssd_operator(a, B, C, V) with H={H}, n={n}, N={N}, p={p}, d={d}, decays a in [{low:g}, {high:g}]"
+                + (" (products of decays underflow to 0: a ratio of cumulative products gives 0/0)" if n == 70 else ""))
+        got = array(call(what, a.copy(), B.copy(), C.copy(), V.copy()), (n, n, p, d), what)
+        scale = max(1.0, float(np.abs(expected).max()))
+        bad = np.abs(got - expected) > 1e-9 * scale
+        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        hint = ""
+        if where is not None:
+            t, s = where[:2]
+            if s > t:
+                hint = "; W_ts must be 0 for s > t (the layer is causal)"
+            elif s == t:
+                hint = "; on the diagonal L_tt = 1 (an empty product): W_tt = sum_h (C_t . B_t) V_h"
+            else:
+                hint = f"; L_ts = a_(s+1) ... a_t, the decays after s up to t (here a_{s + 1} ... a_{t})"
+        assert where is None, (f"{what}: entry (t, s, row, col) = {where} should be {expected[where]:.6g}; got "
+                               f"{got[where]:.6g} (W_ts = sum_h L^h_ts (C_t . B_s) V_h){hint}")
+
+
+HIDDEN_TESTS = {
+    "ex-ema": [hidden_ema],
+    "ex-mlp": [hidden_mlp],
+    "ex-residual": [hidden_residual],
+    "ex-lag-span-by-hand": [hidden_lag_span],
+    "ex-three-dims": [hidden_three_dims],
+    "ex-longer-plateau": [hidden_long_plateau],
+    "ex-build-heads": [hidden_build_heads],
+    "ex-tail": [hidden_tail],
+    "ex-count-nonneg": [hidden_count_nonneg],
+    "ex-quaternion-heads": [hidden_quaternion],
+    "ex-head-jacobian": [hidden_head_jacobian],
+    "ex-build-highway": [hidden_highway],
+    "ex-ssm-profile": [hidden_ssm_profile],
+    "ex-delay-loss": [hidden_delay_loss],
+    "ex-retention-recurrent": [hidden_retention],
+    "ex-rope-rank": [hidden_rope],
+    "ex-ssd-rank": [hidden_ssd],
+}

@@ -1,0 +1,576 @@
+"""instructors/hidden_tests.py: the hidden Otter tests of the 17 auto-checked exercises.
+
+Otter copies each hidden test function's source alone into a test cell and calls it
+with the student's function, so every test here runs a hidden test the same way:
+its source, dedented, exec'd in a fresh namespace ``{}``. For every label:
+
+* the book's answer (the function its solution cell defines, via
+  ``make_otter.reference_answer``) passes, in well under 0.5 s;
+* the untouched stub, a missing function (None), a function that raises, and one
+  planted plausible mistake fail with an AssertionError naming the student's function;
+* for several exercises, a wrong answer that PASSES the library's visible check
+  fails the hidden test (the hidden cases add something);
+* the hidden cases are not the visible ones, and the hidden tests' expected values
+  agree with the library (checked here, outside the hidden tests).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib.util
+import inspect
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ssmheads as sh
+from ssmheads import exercises
+from ssmheads.exercises import _common
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import exercise_catalogue as catalogue  # noqa: E402  (tools/ is not a package)
+import make_otter  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("hidden_tests", ROOT / "instructors" / "hidden_tests.py")
+hidden_tests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hidden_tests)
+
+HIDDEN = hidden_tests.HIDDEN_TESTS
+LABELS = list(HIDDEN)
+PAIRS = [(label, fn) for label, fns in HIDDEN.items() for fn in fns]
+PAIR_IDS = [f"{label}:{fn.__name__}" for label, fn in PAIRS]
+
+_REFERENCES: dict = {}
+
+
+def reference(label):
+    """The book's answer to ``label`` (cached: reading the chapters takes a moment)."""
+    if label not in _REFERENCES:
+        _REFERENCES[label] = make_otter.reference_answer(label)
+    return _REFERENCES[label]
+
+
+def fresh(fn):
+    """The hidden test as Otter runs it: its source alone, exec'd in an empty namespace."""
+    namespace = {}
+    exec(compile(textwrap.dedent(inspect.getsource(fn)), f"<hidden test {fn.__name__}>", "exec"), namespace)
+    return namespace[fn.__name__]
+
+
+def student_name(fn) -> str:
+    (name,) = inspect.signature(fn).parameters
+    return name
+
+
+def fails(fn, answer) -> str:
+    """Run the exec'd hidden test on ``answer``; return its assertion message (the test must fail)."""
+    with pytest.raises(AssertionError) as info:
+        fresh(fn)(answer)
+    return str(info.value)
+
+
+# ------------------------------------------------------------------ the registry
+
+
+def test_the_registry_has_exactly_the_auto_checked_exercises():
+    checked = [e.label for e in catalogue.read_exercises(ROOT / "chapters") if e.checked]
+    assert len(checked) == 17
+    assert sorted(HIDDEN) == sorted(checked)
+    assert all(isinstance(fns, list) and fns for fns in HIDDEN.values())
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_each_test_takes_the_students_function_by_its_name_and_says_which_exercise(label, fn):
+    assert student_name(fn) == reference(label).__name__
+    assert fn.__doc__ and fn.__doc__.lstrip().startswith(label)
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_each_test_stands_alone_and_never_calls_a_check(label, fn):
+    source = textwrap.dedent(inspect.getsource(fn))
+    tree = ast.parse(source)
+    assert len(tree.body) == 1 and isinstance(tree.body[0], ast.FunctionDef)
+    assert "check_" not in source
+    # every module it uses is imported inside its body: the exec'd source alone defines it
+    assert callable(fresh(fn))
+
+
+# ------------------------------------------------------------------ the book's answer passes, fast
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_the_books_answer_passes_in_well_under_half_a_second(label, fn):
+    test, answer = fresh(fn), reference(label)
+    test(answer)                      # a first run imports what the test needs
+    start = time.perf_counter()
+    test(answer)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.0, f"{fn.__name__} took {elapsed:.2f} s (budget 0.5 s, asserted with a 2x margin)"
+
+
+# ------------------------------------------------------------------ stubs, missing functions, errors
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_the_untouched_stub_fails_with_a_clear_message(label, fn):
+    message = fails(fn, lambda *args: None)
+    assert student_name(fn) in message and "returned None" in message
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_a_missing_function_fails_with_a_clear_message(label, fn):
+    message = fails(fn, None)
+    assert student_name(fn) in message and "not defined" in message
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_an_answer_that_raises_is_reported_not_a_traceback(label, fn):
+    def broken(*args):
+        raise ValueError("boom")
+
+    message = fails(fn, broken)
+    assert student_name(fn) in message and "raised ValueError: boom" in message
+
+
+ARRAY_LABELS = ["ex-ema", "ex-mlp", "ex-residual", "ex-head-jacobian", "ex-build-highway", "ex-ssm-profile",
+                "ex-retention-recurrent", "ex-rope-rank", "ex-ssd-rank"]
+
+
+@pytest.mark.parametrize("label", ARRAY_LABELS)
+def test_a_wrong_shape_or_nan_is_reported(label):
+    right = reference(label)
+
+    def with_nan(*args):
+        out = np.array(right(*args), dtype=float)
+        out.flat[-1] = np.nan
+        return out
+
+    def with_an_extra_axis(*args):
+        return np.asarray(right(*args))[..., None]
+
+    for fn in HIDDEN[label]:
+        message = fails(fn, with_nan)
+        assert student_name(fn) in message and "NaN" in message and "index" in message
+        message = fails(fn, with_an_extra_axis)
+        assert student_name(fn) in message and "expected shape" in message
+
+
+# ------------------------------------------------------------------ planted mistakes
+
+def _ema_without_factor(n, d, gamma):
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    return np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)[:, :, None, None] * np.eye(d)
+
+
+def _mlp_gate_at_zero(W1, W2, X):
+    """D(x) with 1[W1 x >= 0]: differs only where a preactivation is exactly 0."""
+    n = X.shape[0]
+    W = np.zeros((n, n, W2.shape[0], W1.shape[1]))
+    W[np.arange(n), np.arange(n)] = np.einsum("ph,ih,hd->ipd", W2, (X @ W1.T >= 0).astype(float), W1)
+    return W
+
+
+def _residual_forgotten(mha, X):
+    return mha.interaction(X)
+
+
+def _lag_span_off_by_one(A, B, C, n):
+    """Lags C A^l B for l = 1, ..., n instead of l = 0, ..., n-1."""
+    lags, M = [], np.asarray(A, float) @ np.asarray(B, float)
+    for _ in range(n):
+        lags.append((C @ M).ravel())
+        M = A @ M
+    s = np.linalg.svd(np.array(lags), compute_uv=False)
+    return 0 if s[0] == 0 else int(np.sum(s > 1e-10 * s[0]))
+
+
+def _four_dimensional_system():
+    A = np.diag([0.9, 0.5, -0.3, 0.1])
+    B = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 1.0]])   # the fourth direction e_1 e_2^T
+    C = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0]])
+    return A, B, C
+
+
+def _short_plateau_system():
+    """Chapter 2's plateau, k = 1, 1, 2: one step too short."""
+    s = sh.systems.plateau()
+    return s.A, s.B, s.C
+
+
+def _heads_inconsistent_vec(K):
+    """vec column-major, unvec row-major: wrong entries when p, d > 1."""
+    n, p, d = K.shape
+    G = K.transpose(0, 2, 1).reshape(n, p * d).T
+    U, s, _ = np.linalg.svd(G, full_matrices=False)
+    k = int(np.sum(s > 1e-10 * s[0]))
+    values = U[:, :k].T.reshape(k, p, d)
+    return np.einsum("hpd,lpd->hl", values, K), values
+
+
+def _tail_weights_not_square_rooted(K, H, weights):
+    G = K.reshape(K.shape[0], -1).T * weights
+    return float(np.sum(np.linalg.svd(G, compute_uv=False)[H:] ** 2))
+
+
+def _count_with_default_bounds(K):
+    """linprog's default bounds phi >= 0: misses functionals with negative entries."""
+    from scipy.optimize import linprog
+
+    G = K.reshape(K.shape[0], -1)
+    norms = np.linalg.norm(G, axis=1)
+    G = G[norms > 1e-12 * norms.max()]
+    k = np.linalg.matrix_rank(G)
+    lp = linprog(np.zeros(G.shape[1]), A_ub=-G, b_ub=-np.ones(len(G)), method="highs")
+    return int(k) if lp.status == 0 else int(k) + 1
+
+
+def _quaternion_nan_at_zero(K, X):
+    """The book's construction without the guard for a zero token (0/0 = NaN there)."""
+    V = reference("ex-quaternion-heads").__globals__["UNITS"]
+    n = K.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    Kx = np.einsum("ijpd,jd->ijp", K[np.clip(lag, 0, None)], X)
+    with np.errstate(all="ignore"):
+        alpha = np.einsum("hpd,jd,ijp->hij", V, X, Kx) / np.einsum("jd,jd->j", X, X)
+    return np.where(lag >= 0, alpha, 0.0), V
+
+
+def _jacobian_without_query_path(W_Q, W_K, V, X):
+    n, dk = X.shape[0], W_Q.shape[0]
+    q, k = X @ W_Q.T, X @ W_K.T
+    s = np.where(np.tril(np.ones((n, n), bool)), q @ k.T / np.sqrt(dk), -np.inf)
+    a = np.exp(s - s.max(axis=1, keepdims=True))
+    a /= a.sum(axis=1, keepdims=True)
+    P = X @ V.T
+    Y = a @ P
+    return a[:, :, None, None] * V + (a[:, :, None] * (P[None] - Y[:, None]))[..., None] * (q @ W_K / np.sqrt(dk))[:, None, None, :]
+
+
+def _highway_without_self_score(W_Q, W_K, n, a, key):
+    """Theorem 4.1's input with log(n - 1) for log(n - 2 + e^(s_nn)): forgets the last token's own score."""
+    M = W_K.T @ W_Q
+    u = np.linalg.svd(M)[2][0]
+    w, dk = M @ u, W_Q.shape[0]
+    t = np.sqrt(dk) / np.linalg.norm(w) * (np.log(a / (1 - a)) + np.log(n - 1))
+    X = np.zeros((n, W_Q.shape[1]))
+    X[-1], X[key] = u, t * w / np.linalg.norm(w)
+    return X
+
+
+def _profile_frobenius(A, B, C, n):
+    norms, M = [], np.asarray(B, dtype=float)
+    for _ in range(n):
+        norms.append(np.linalg.norm(C @ M))
+        M = A @ M
+    return np.array(norms)
+
+
+def _delay_unweighted(K, L):
+    K = np.asarray(K, float)
+    return float(np.sum((K - (np.arange(K.shape[0]) == L)) ** 2))
+
+
+def _retention_decays_current_token(Q, K, V, gamma):
+    S = np.zeros((Q.shape[1], V.shape[1]))
+    Y = np.empty((Q.shape[0], V.shape[1]))
+    for t in range(Q.shape[0]):
+        S = gamma * (S + np.outer(K[t], V[t]))
+        Y[t] = S.T @ Q[t]
+    return Y
+
+
+def _rope_half_split(W_Q, W_K, W_V, X, base):
+    """GPT-NeoX's pairing (m, m + d_k/2) instead of the book's (2m, 2m+1)."""
+    n, dk = X.shape[0], W_Q.shape[0]
+    half = dk // 2
+    ang = np.arange(n)[:, None] * base ** (-np.arange(0, dk, 2) / dk)
+    cos, sin = np.cos(ang), np.sin(ang)
+
+    def rotate(Z):
+        a, b = Z[:, :half], Z[:, half:]
+        return np.concatenate([cos * a - sin * b, sin * a + cos * b], axis=1)
+
+    S = rotate(X @ W_Q.T) @ rotate(X @ W_K.T).T / np.sqrt(dk)
+    S = np.where(np.tril(np.ones((n, n), bool)), S, -np.inf)
+    w = np.exp(S - S.max(axis=1, keepdims=True))
+    return (w / w.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
+
+
+def _ssd_one_step_early(a, B, C, V):
+    """L_ts = a_s ... a_t (one decay too many): the decay of the source's own step is applied."""
+    n = a.shape[1]
+    cum = np.cumsum(np.log(a), axis=1)
+    t, s = np.arange(n)[:, None], np.arange(n)[None, :]
+    seg = np.where(t >= s, cum[:, :, None] - cum[:, None, :] + np.log(a)[:, None, :], -np.inf)
+    return np.einsum("hts,ts,hpd->tspd", np.exp(seg), C @ B.T, V)
+
+
+PLANTED = {  # label: (the mistake, the answer)
+    "ex-ema": ("no factor 1 - gamma", _ema_without_factor),
+    "ex-mlp": ("gate 1[W1 x >= 0] instead of > 0", _mlp_gate_at_zero),
+    "ex-residual": ("the residual identity forgotten", _residual_forgotten),
+    "ex-lag-span-by-hand": ("lags l = 1..n instead of 0..n-1", _lag_span_off_by_one),
+    "ex-three-dims": ("a system with k = min(n, 4)", _four_dimensional_system),
+    "ex-longer-plateau": ("Chapter 2's plateau, k = 1, 1, 2", _short_plateau_system),
+    "ex-build-heads": ("vec column-major, unvec row-major", _heads_inconsistent_vec),
+    "ex-tail": ("weights w_l instead of sqrt(w_l) on the rows", _tail_weights_not_square_rooted),
+    "ex-count-nonneg": ("linprog's default bounds phi >= 0", _count_with_default_bounds),
+    "ex-quaternion-heads": ("no guard for a zero token (NaN)", _quaternion_nan_at_zero),
+    "ex-head-jacobian": ("the query path missing", _jacobian_without_query_path),
+    "ex-build-highway": ("the last token's own score forgotten", _highway_without_self_score),
+    "ex-ssm-profile": ("Frobenius instead of spectral norms", _profile_frobenius),
+    "ex-delay-loss": ("every lag weighted alike, not normalised", _delay_unweighted),
+    "ex-retention-recurrent": ("the current token decayed too", _retention_decays_current_token),
+    "ex-rope-rank": ("pairs (m, m + d_k/2) instead of (2m, 2m+1)", _rope_half_split),
+    "ex-ssd-rank": ("the decay product starts one step early", _ssd_one_step_early),
+}
+
+
+def test_there_is_a_planted_mistake_for_every_exercise():
+    assert sorted(PLANTED) == sorted(HIDDEN)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_a_planted_mistake_fails(label):
+    _, answer = PLANTED[label]
+    for fn in HIDDEN[label]:
+        message = fails(fn, answer)
+        assert student_name(fn) in message
+
+
+# --------------------------------------------- wrong answers that pass the visible check but not the hidden tests
+
+def _ema_hard_coded(n, d, gamma):
+    """Right on the check's four cases only (a table of them), zero elsewhere."""
+    if (n, d, gamma) in ((1, 1, 0.5), (4, 2, 0.5), (7, 3, 0.9), (5, 2, -0.3)):
+        return reference("ex-ema")(n, d, gamma)
+    return np.zeros((n, n, d, d))
+
+
+def _residual_own_causal_softmax(mha, X):
+    """Rebuilds causal softmax attention by hand: ignores mha.causal and mha.kernel."""
+    n, d = X.shape
+    W = np.zeros((n, n, d, d))
+    for h in range(mha.W_Q.shape[0]):
+        q, k = X @ mha.W_Q[h].T, X @ mha.W_K[h].T
+        s = np.where(np.tril(np.ones((n, n), bool)), q @ k.T / np.sqrt(q.shape[1]), -np.inf)
+        a = np.exp(s - s.max(axis=1, keepdims=True))
+        W += (a / a.sum(axis=1, keepdims=True))[:, :, None, None] * (mha.W_O[h] @ mha.W_V[h])
+    return W + np.eye(n)[:, :, None, None] * np.eye(d)
+
+
+def _lag_span_absolute_tolerance(A, B, C, n):
+    lags, M = [], np.asarray(B, dtype=float)
+    for _ in range(n):
+        lags.append((C @ M).ravel())
+        M = A @ M
+    return int(np.sum(np.linalg.svd(np.array(lags), compute_uv=False) > 1e-10))
+
+
+def _three_dims_fragile():
+    """The book's system with the third direction scaled by 1e-9: k = 3 only by a hair."""
+    A = np.diag([0.9, 0.5, -0.3])
+    B = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    C = np.array([[1.0, 0.0, 1e-9], [0.0, 1.0, 1e-9]])
+    return A, B, C
+
+
+def _plateau_fragile():
+    """The book's plateau with K_3's new direction scaled by 1e-9."""
+    A = np.eye(4, k=-1)
+    B = np.array([[1.0], [0.0], [0.0], [0.0]])
+    C = np.array([[1.0, 1.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1e-9]])
+    return A, B, C
+
+
+def _heads_loose_tolerance(K):
+    """Rank tolerance 1e-5 relative: sees sigma_2 / sigma_1 ~ 1e-4 (the check's case), misses 1e-7."""
+    n, p, d = K.shape
+    G = K.transpose(0, 2, 1).reshape(n, p * d).T
+    U, s, _ = np.linalg.svd(G, full_matrices=False)
+    k = int(np.sum(s > 1e-5 * s[0]))
+    values = U[:, :k].T.reshape(k, d, p).transpose(0, 2, 1)
+    return np.einsum("hpd,lpd->hl", values, K), values
+
+
+_TAIL_TABLE: dict = {}
+
+
+def _tail_hard_coded(K, H, weights):
+    """The check's twelve answers from a table (keyed by the lags' energy); the total energy elsewhere."""
+    key = (round(float(np.sum(K ** 2)), 9), H, round(float(np.sum(weights)), 9))
+    return _TAIL_TABLE.get(key, float(np.sum(K ** 2)))
+
+
+def _fill_tail_table():
+    """Computed before the check runs (the library is switched off while the answer runs)."""
+    from ssmheads.exercises.ch3 import _chapter3_targets
+
+    for _, target in _chapter3_targets():
+        n = target.shape[0]
+        for h, w in ((1, np.ones(n)), (2, sh.heads.white_noise_weights(n))):
+            key = (round(float(np.sum(target ** 2)), 9), h, round(float(np.sum(w)), 9))
+            _TAIL_TABLE[key] = float(sh.head_count_curve(target, h, w)[h])
+
+
+def _quaternion_absolute_cutoff(K, X):
+    """Treats tokens with |x|^2 < 1e-12 as zero: right on O(1) tokens, wrong on a tiny one."""
+    V = reference("ex-quaternion-heads").__globals__["UNITS"]
+    n = K.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    Kx = np.einsum("ijpd,jd->ijp", K[np.clip(lag, 0, None)], X)
+    norm2 = np.einsum("jd,jd->j", X, X)
+    alpha = np.einsum("hpd,jd,ijp->hij", V, X, Kx) / np.where(norm2 > 1e-12, norm2, np.inf)
+    return np.where(lag >= 0, alpha, 0.0), V
+
+
+def _ssd_cumulative_products(a, B, C, V):
+    """L_ts = P_t / P_s with P = cumprod(a): right for mild decays, 0/0 once the products underflow."""
+    n = a.shape[1]
+    P = np.cumprod(a, axis=1)
+    t, s = np.arange(n)[:, None], np.arange(n)[None, :]
+    with np.errstate(all="ignore"):
+        L = np.where(t >= s, P[:, :, None] / P[:, None, :], 0.0)
+    return np.einsum("hts,ts,hpd->tspd", L, C @ B.T, V)
+
+
+PASSES_VISIBLE = {  # label: (check, the wrong answer, words the hidden message must contain)
+    "ex-ema": (exercises.check_ema_operator, _ema_hard_coded, "ema_operator(6, 3, 0.25)"),
+    "ex-mlp": (exercises.check_mlp_operator, _mlp_gate_at_zero, "strictly positive"),
+    "ex-residual": (exercises.check_residual_operator, _residual_own_causal_softmax, "not causal"),
+    "ex-lag-span-by-hand": (exercises.check_lag_span_dimension, _lag_span_absolute_tolerance, "RELATIVE"),
+    "ex-three-dims": (exercises.check_rank_three_system, _three_dims_fragile, "depends on the tolerance"),
+    "ex-longer-plateau": (exercises.check_long_plateau, _plateau_fragile, "depends on the tolerance"),
+    "ex-build-heads": (exercises.check_exact_heads, _heads_loose_tolerance, "use exactly 2 heads"),
+    "ex-tail": (exercises.check_optimal_error, _tail_hard_coded, "the minimum is"),
+    "ex-quaternion-heads": (exercises.check_quaternion_heads, _quaternion_absolute_cutoff, "whatever its size"),
+    "ex-ssd-rank": (exercises.check_ssd_operator, _ssd_cumulative_products, "NaN or infinity"),
+}
+
+
+@pytest.mark.parametrize("label", list(PASSES_VISIBLE))
+def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label):
+    check, answer, words = PASSES_VISIBLE[label]
+    _fill_tail_table()
+    assert check(answer), f"the planted answer should pass the visible check:\n{check(answer)}"
+    messages = [fails(fn, answer) for fn in HIDDEN[label]]
+    assert any(words in m for m in messages), messages
+
+
+# ------------------------------------------------------------------ the hidden cases are new
+
+VISIBLE_DEFAULTS = {  # sizes the visible check fixes outside its case loop (_one_head: d = 2, d_k = 3, p = d)
+    "ex-head-jacobian": {"d": 2, "p": 2, "dk": 3},
+    "ex-build-highway": {"d": 2, "dk": 3},
+}
+CASE_KEYS = {  # label: (the visible check, the names that make a case)
+    "ex-ema": (exercises.check_ema_operator, ("n", "d", "gamma")),
+    "ex-mlp": (exercises.check_mlp_operator, ("n", "d", "h", "p")),
+    "ex-residual": (exercises.check_residual_operator, ("H", "d", "n")),
+    "ex-head-jacobian": (exercises.check_head_jacobian, ("d", "p", "dk", "n")),
+    "ex-build-highway": (exercises.check_highway_input, ("d", "dk", "n", "a", "key")),
+    "ex-retention-recurrent": (exercises.check_retention_recurrent, ("n", "dk", "p", "gamma")),
+    "ex-rope-rank": (exercises.check_rope_operator, ("n", "d", "dk", "p", "base")),
+    "ex-ssd-rank": (exercises.check_ssd_operator, ("H", "n", "N", "p", "d")),
+}
+ALIASES = {"g": "gamma"}
+
+
+def loop_cases(source: str) -> list[dict]:
+    """The cases of every ``for <names> in <literal tuple>`` (loops and comprehensions) in ``source``.
+
+    ``for seed, (H, d, n) in enumerate(((1, 2, 3), ...))`` counts too. Each case is a dict
+    name -> value.
+    """
+    def bind(target, value, out):
+        if isinstance(target, ast.Name):
+            out[ALIASES.get(target.id, target.id)] = value
+        elif isinstance(target, ast.Tuple) and isinstance(value, tuple) and len(value) == len(target.elts):
+            for t, v in zip(target.elts, value):
+                bind(t, v, out)
+
+    cases = []
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        if not isinstance(node, (ast.For, ast.comprehension)):
+            continue
+        iterable, counted = node.iter, False
+        if isinstance(iterable, ast.Call) and getattr(iterable.func, "id", "") == "enumerate" and iterable.args:
+            iterable, counted = iterable.args[0], True
+        try:
+            values = ast.literal_eval(iterable)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+        if not isinstance(values, tuple) or not all(isinstance(v, tuple) for v in values):
+            continue
+        for index, value in enumerate(values):
+            case = {}
+            bind(node.target, (index, value) if counted else value, case)
+            cases.append(case)
+    return cases
+
+
+@pytest.mark.parametrize("label", list(CASE_KEYS))
+def test_the_hidden_cases_differ_from_the_visible_ones(label):
+    check, keys = CASE_KEYS[label]
+    defaults = VISIBLE_DEFAULTS.get(label, {})
+    visible = {tuple({**defaults, **c}.get(k) for k in keys) for c in loop_cases(inspect.getsource(check))}
+    hidden = {tuple(c.get(k) for k in keys) for fn in HIDDEN[label] for c in loop_cases(inspect.getsource(fn))}
+    visible.discard(tuple(None for _ in keys))
+    assert visible and all(None not in v for v in visible), visible
+    assert hidden and all(None not in h for h in hidden), hidden
+    assert not hidden & visible, f"hidden cases that the visible check runs too: {hidden & visible}"
+
+
+# ------------------------------------------------------------------ the hidden tests' expected values agree with the library
+
+@contextlib.contextmanager
+def _library_allowed(monkeypatch):
+    """Within the block a hidden test does not switch the library off, so the library itself can answer."""
+    monkeypatch.setattr(_common, "reference_routines_off", lambda routines: contextlib.nullcontext())
+    yield
+
+
+def _library_heads(K):
+    values = sh.span_basis(K)
+    return np.einsum("hpd,lpd->hl", values, K), values
+
+
+def _finite_difference_jacobian(W_Q, W_K, V, X):
+    def head(Z):
+        n, dk = Z.shape[0], W_Q.shape[0]
+        s = np.where(np.tril(np.ones((n, n), bool)), (Z @ W_Q.T) @ (Z @ W_K.T).T / np.sqrt(dk), -np.inf)
+        a = np.exp(s - s.max(axis=1, keepdims=True))
+        return (a / a.sum(axis=1, keepdims=True)) @ (Z @ V.T)
+
+    return sh.finite_difference_jacobian(head, X)
+
+
+LIBRARY_ANSWERS = {  # label: the library (or finite differences) answering in the student's place
+    "ex-lag-span-by-hand": lambda A, B, C, n: sh.lag_span_dimension(A, B, C, n),
+    "ex-build-heads": _library_heads,
+    "ex-tail": lambda K, H, weights: float(sh.head_count_curve(K, H, weights)[H]),
+    "ex-count-nonneg": lambda K: sh.nonnegative_head_count(K),
+    "ex-head-jacobian": _finite_difference_jacobian,
+    "ex-rope-rank": lambda W_Q, W_K, W_V, X, base: sh.RoPEAttention(W_Q, W_K, W_V, base).interaction(X),
+    "ex-ssm-profile": lambda A, B, C, n: np.linalg.norm(sh.lag_operators(A, B, C, n), ord=2, axis=(1, 2)),
+}
+
+
+@pytest.mark.parametrize("label", list(LIBRARY_ANSWERS))
+def test_the_expected_values_agree_with_the_library(label, monkeypatch):
+    with _library_allowed(monkeypatch):
+        for fn in HIDDEN[label]:
+            fresh(fn)(LIBRARY_ANSWERS[label])
+
+
+@pytest.mark.parametrize("label", ["ex-lag-span-by-hand", "ex-tail", "ex-count-nonneg"])
+def test_the_library_is_switched_off_while_the_answer_runs(label):
+    message = fails(HIDDEN[label][0], LIBRARY_ANSWERS[label])
+    assert "raised RuntimeError" in message and "write it yourself" in message
