@@ -16,7 +16,7 @@ NBVAL := MPLBACKEND=Agg $(BIN)/pytest --nbval --nbval-current-env --nbval-saniti
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: pdf pdf-student test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
+.PHONY: otter otter-env grade test-otter pdf pdf-student test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -24,7 +24,7 @@ book: $(STAMP)
 
 # Runs every part even when one fails, then fails if any did. The browser check
 # runs when Chromium is installed and says plainly that it skipped when not.
-TEST_PARTS ?= test-lib test-notebooks test-pdf test-build test-standalone test-site
+TEST_PARTS ?= test-lib test-notebooks test-pdf test-build test-otter test-standalone test-site
 test: $(STAMP)
 	@failed=0; passed=0; \
 	for part in $(TEST_PARTS); do \
@@ -99,6 +99,43 @@ test-pdf: $(STAMP)
 
 test-standalone:
 	$(PYTHON) tools/check_standalone.py --python $(PYTHON)
+
+# Instructors: Otter-Grader assignments (tools/make_otter.py). Otter lives in its own
+# environment, .venv-otter, from requirements-instructor.txt (about 800 MB; never in the
+# readers' .venv or Binder); it is also the grading environment.
+#   make otter [SITE_URL=https://...] [HIDDEN=my_hidden_tests.py]
+#       a master notebook per chapter, then `otter assign`: _build/otter/<chapter>/student/
+#       (the notebook to hand out) and autograder/ (the zip for Gradescope or `make grade`)
+#   make grade SUBMISSIONS=folder [GRADES=grades.csv]
+#       grades every notebook in the folder with `otter run` (no Docker) into one CSV
+OTTER_VENV ?= .venv-otter
+OTTER_BIN  := $(OTTER_VENV)/bin
+OTTER_STAMP := $(OTTER_VENV)/.installed
+GRADES ?= grades.csv
+HIDDEN ?=
+
+otter-env: $(OTTER_STAMP)
+
+$(OTTER_STAMP): requirements-instructor.txt pyproject.toml
+	test -x $(OTTER_BIN)/python || $(PYTHON) -m venv $(OTTER_VENV)
+	$(OTTER_BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(OTTER_BIN)/python -m pip install --quiet -r requirements-instructor.txt
+	touch $(OTTER_STAMP)
+
+otter: $(STAMP) $(OTTER_STAMP)
+	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN))
+
+grade: $(OTTER_STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv]"; exit 2; }
+	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)"
+
+# The assignments made and graded (tests/test_otter.py): runs when the instructors'
+# environment is installed (`make otter-env`; .ci/run installs it), says plainly that it
+# skipped when not.
+test-otter: $(STAMP)
+	@if [ ! -f $(OTTER_STAMP) ]; then \
+	  echo "test-otter: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
+	$(MAKE) --no-print-directory otter && OTTER_REQUIRED=1 $(BIN)/pytest -q tests/test_otter.py
 
 test-site: $(STAMP)
 	$(BIN)/python tools/site_check.py --allow-missing-browser

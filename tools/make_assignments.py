@@ -74,7 +74,7 @@ _CHECKED_MARK = "✓ *Auto-checked.*"
 # The guide for instructors is not part of the students' site.
 INSTRUCTOR_PAGES = {"book/instructors"}
 # Never copied into the staged site source.
-_NOT_STAGED = {".git", ".venv", "_build", ".pytest_cache", "__pycache__", ".ipynb_checkpoints",
+_NOT_STAGED = {".git", ".venv", ".venv-otter", "_build", ".pytest_cache", "__pycache__", ".ipynb_checkpoints",
                ".mypy_cache", ".ruff_cache"}
 
 

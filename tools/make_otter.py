@@ -1,0 +1,706 @@
+#!/usr/bin/env python3
+"""Otter-Grader assignments from the chapters: a master notebook per chapter, then ``otter assign``.
+
+Usage: python tools/make_otter.py [--out DIR] [--site-url URL] [--hidden FILE] [--otter PATH]
+(``make otter``; default DIR: _build/otter)
+
+For each chapter notebook in chapters/ this writes
+
+* ``DIR/<chapter>/master/<chapter>.ipynb``, an Otter master notebook (Otter's format with
+  raw ``# BEGIN QUESTION`` cells), made from the chapter's student version (the notebook
+  ``make assignments`` writes: portable Markdown, solutions removed) and from the chapter's
+  exercise cells, solutions and metadata:
+
+  - an **auto-checked** exercise (its stub calls a ``check_...`` of ``ssmheads.exercises``)
+    becomes an auto-graded question: its solution cell is the stub with the book's answer
+    inside Otter's ``# BEGIN SOLUTION`` markers, so the student version shows the stub
+    exactly; its tests are one *visible* test, the chapter's check (the cases a student's
+    own ``check_...`` call runs), and the *hidden* tests of ``instructors/hidden_tests.py``
+    (new cases, in the master and the autograder only). If the exercise also asks questions
+    in prose (its text has a question mark), a manually graded question follows for them;
+  - every other exercise becomes a **manually graded** question: a Markdown answer cell and
+    a code cell for the student's work; the master holds the book's solution;
+  - points from the difficulty (``"exercise"`` metadata): 2, 4 or 6 points for ★☆☆, ★★☆,
+    ★★★, split evenly between code and prose when an auto-checked exercise has both;
+
+* then ``otter assign`` (run from Otter's own environment, .venv-otter: see
+  requirements-instructor.txt) writes ``DIR/<chapter>/student/<chapter>.ipynb``, the
+  notebook to hand out, and ``DIR/<chapter>/autograder/``: the autograder notebook (with
+  the solutions) and the zip for Gradescope or ``otter run``. Otter runs every test on the
+  solutions as it does so, and fails if one does not pass;
+
+* ``DIR/<chapter>/source.json``: what the notebooks were made from (hashes of the chapter
+  and of the hidden tests, the site address), so that the students' site
+  (tools/make_assignments.py) offers these notebooks for download only while they are
+  current.
+
+Grading: tools/otter_grade.py (``make grade``).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = ROOT / "_build" / "otter"
+DEFAULT_HIDDEN = ROOT / "instructors" / "hidden_tests.py"
+OTTER_VENV = ROOT / ".venv-otter"
+# What the grading environment installs beside Otter (on Gradescope): the chapters' runtime, pinned
+# as in requirements.txt, and the book's library from its repository (as each set-up cell does).
+RUNTIME = ("ipykernel", "ipywidgets", "matplotlib", "numpy", "scipy")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import exercise_catalogue as catalogue  # noqa: E402
+import make_assignments as assignments  # noqa: E402
+import portable  # noqa: E402
+
+sys.path.pop(0)
+
+POINTS_PER_STAR = 2
+WRITTEN_SUFFIX = "-written"
+
+
+class OtterError(ValueError):
+    """A chapter, a solution or a hidden test that this script cannot turn into an Otter question."""
+
+
+# --------------------------------------------------------------------------- the book's solutions
+
+@dataclass
+class Solution:
+    """The book's solution of one exercise: its text (portable Markdown) and its code cells."""
+    text: list[str] = field(default_factory=list)
+    code: list[str] = field(default_factory=list)
+
+
+def chapter_solutions(nb, docname: str, book) -> dict[str, Solution]:
+    """``{label: Solution}`` for every exercise of chapter notebook ``nb`` (MyST), text rendered portable."""
+    renderer = portable.Renderer(book, docname, "reader")
+    solutions: dict[str, Solution] = {}
+    gated = None
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            start, rest = portable._gated(cell.source)
+            if start is not None and start.name == "solution-start":
+                gated = start.arg.strip()
+                solutions[gated] = Solution()
+                if rest.strip():
+                    solutions[gated].text.append(renderer.render(rest))
+                continue
+            if start is not None and start.name == "solution-end":
+                gated = None
+                continue
+            if gated is not None:
+                solutions[gated].text.append(renderer.render(cell.source))
+                continue
+            lines = cell.source.split("\n")
+            for first, last, _, arg in assignments.directive_blocks(lines, "solution"):
+                label = arg.strip()
+                body = [ln for ln in lines[first + 1:last] if not re.match(r"^:\w[\w-]*:", ln)]
+                solutions[label] = Solution(text=[renderer.render("\n".join(body).strip("\n"))])
+        elif gated is not None:
+            solutions[gated].code.append(cell.source)
+    return solutions
+
+
+def _calls_check(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id.startswith("check_")
+               for n in ast.walk(node))
+
+
+def _stub_function(stub: str, where: str) -> ast.FunctionDef:
+    functions = [n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef)]
+    if len(functions) != 1:
+        raise OtterError(f"{where}: the stub should define one function; it defines {len(functions)}")
+    return functions[0]
+
+
+def solution_parts(code: str, name: str, where: str) -> tuple[str, str]:
+    """``(preamble, body)`` of the book's solution cell for the stub function ``name``.
+
+    ``body`` is the source of the function's body (dedented); ``preamble`` the other
+    statements before the cell's ``check_...`` call (helpers, imports, constants),
+    without the import of the check itself.
+    """
+    tree = ast.parse(code)
+    lines = code.split("\n")
+    before = []
+    for node in tree.body:
+        if _calls_check(node):
+            break
+        before.append(node)
+    else:
+        raise OtterError(f"{where}: the solution cell never calls its check_... function")
+    functions = [n for n in before if isinstance(n, ast.FunctionDef) and n.name == name]
+    if not functions:
+        raise OtterError(f"{where}: the solution cell does not define {name}() before its check")
+    func = functions[-1]
+    first = func.body[0].lineno - 1
+    if lines[func.lineno - 1].rstrip().endswith(":") and func.lineno == func.body[0].lineno - 1:
+        first = func.lineno          # keep comment lines between the signature and the first statement
+    body = textwrap.dedent("\n".join(lines[first:func.end_lineno]))
+    preamble = []
+    for node in before:
+        if node is func:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "ssmheads.exercises":
+            continue
+        preamble.append(ast.get_source_segment(code, node, padded=False))
+    return "\n".join(preamble), body
+
+
+def master_solution_cell(stub: str, code: str, where: str) -> str:
+    """The stub with the book's answer in Otter's solution markers.
+
+    ``otter assign`` turns it back into ``stub``: the preamble (between ``# BEGIN SOLUTION NO
+    PROMPT`` and ``# END SOLUTION``) is dropped, the body (between ``# BEGIN SOLUTION`` and
+    ``# END SOLUTION``) becomes the stub's ``...``.
+    """
+    func = _stub_function(stub, where)
+    last = func.body[-1]
+    if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Constant) and last.value.value is Ellipsis):
+        raise OtterError(f"{where}: the stub's function {func.name}() should end in '...'")
+    preamble, body = solution_parts(code, func.name, where)
+    lines = stub.split("\n")
+    dots = lines[last.lineno - 1]
+    if dots.strip() != "...":
+        raise OtterError(f"{where}: the stub's '...' should be alone on its line")
+    indent = dots[:len(dots) - len(dots.lstrip())]
+    lines[last.lineno - 1:last.lineno] = ([f"{indent}# BEGIN SOLUTION"] + textwrap.indent(body, indent).split("\n")
+                                          + [f"{indent}# END SOLUTION"])
+    if preamble:
+        lines[func.lineno - 1:func.lineno - 1] = (["# BEGIN SOLUTION NO PROMPT"] + preamble.split("\n")
+                                                  + ["# END SOLUTION", ""])
+    return "\n".join(lines)
+
+
+def reference_answer(label: str, chapters: Path = ROOT / "chapters", namespace: dict | None = None):
+    """The book's answer to auto-checked exercise ``label``: the function its solution cell defines.
+
+    The definitions before the cell's check call (imports, helpers, constants, the
+    function) are run in ``namespace`` (default: ``np``, ``sh`` and ``systems`` imported as
+    the chapters import them); asserts and printing are skipped.
+    """
+    for path in sorted(Path(chapters).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        stubs = {lab: code for c in nb.cells if c.cell_type == "markdown"
+                 for lab, code in assignments.split_exercise_stubs(c.source)[1]}
+        if label not in stubs:
+            continue
+        name = _stub_function(stubs[label], label).name
+        code = _gated_code(nb, label)
+        tree = ast.parse(code)
+        keep = []
+        for node in tree.body:
+            if _calls_check(node):
+                break
+            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign)):
+                keep.append(node)
+        if namespace is None:
+            import numpy as np
+
+            import ssmheads as sh
+            from ssmheads import systems
+            namespace = {"np": np, "sh": sh, "systems": systems}
+        exec(compile(ast.Module(body=keep, type_ignores=[]), f"<solution of {label}>", "exec"), namespace)
+        return namespace[name]
+    raise OtterError(f"no auto-checked exercise {label!r} in {chapters}")
+
+
+def _gated_code(nb, label: str) -> str:
+    """The code of the solution cell of ``label`` that calls the check."""
+    inside = False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            start, _ = portable._gated(cell.source)
+            if start is not None:
+                inside = start.name == "solution-start" and start.arg.strip() == label
+            continue
+        if inside and _calls_check(ast.parse(cell.source)):
+            return cell.source
+    raise OtterError(f"{label}: no solution cell calls its check_... function")
+
+
+# --------------------------------------------------------------------------- hidden tests
+
+def load_hidden(path: Path) -> dict[str, list[str]]:
+    """``{label: [source of each hidden test function]}`` from the instructors' file ``path``.
+
+    The file defines ``HIDDEN_TESTS = {label: [function, ...]}``; each function takes the
+    student's function by the stub's name and asserts with a message. Its source is copied
+    into the master alone, so it must import what it uses inside its body.
+    """
+    spec = importlib.util.spec_from_file_location("_otter_hidden_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tests = getattr(module, "HIDDEN_TESTS", None)
+    if not isinstance(tests, dict):
+        raise OtterError(f"{path}: defines no HIDDEN_TESTS = {{label: [function, ...]}}")
+    return {label: [textwrap.dedent(inspect.getsource(f)) for f in functions] for label, functions in tests.items()}
+
+
+def _test_cell(source: str, hidden: bool, failure: str | None = None) -> nbformat.NotebookNode:
+    config = [f"hidden: {'true' if hidden else 'false'}"]
+    if failure:
+        config.append(f"failure_message: {json.dumps(failure)}")
+    return nbformat.v4.new_code_cell('""" # BEGIN TEST CONFIG\n' + "\n".join(config)
+                                     + '\n""" # END TEST CONFIG\n' + source.rstrip("\n"))
+
+
+def visible_test(stub: str, where: str) -> str:
+    """The visible test of an auto-checked exercise: the check a student runs, as an Otter test."""
+    func = _stub_function(stub, where)
+    calls = [n for n in ast.walk(ast.parse(stub)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+             and n.func.id.startswith("check_")]
+    if len(calls) != 1:
+        raise OtterError(f"{where}: the stub should call one check_... function")
+    check = calls[0].func.id
+    return (f"def test_{check.removeprefix('check_')}({func.name}):\n"
+            f"    from ssmheads.exercises import {check}\n"
+            f"    result = {check}({func.name})\n"
+            f"    assert result, str(result)\n")
+
+
+# --------------------------------------------------------------------------- what grading runs
+
+IGNORE_TAG = "otter_ignore"   # Otter skips a cell with this tag when it grades (otter.execute)
+
+
+def _top_level_stores(tree: ast.AST) -> set[str]:
+    """Names bound at module level by ``tree`` (not inside functions, classes or comprehensions)."""
+    found: set[str] = set()
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.add(child.name)
+                continue
+            if isinstance(child, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found.update((a.asname or a.name).split(".")[0] for a in child.names)
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+                found.add(child.id)
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _top_level_nodes(tree: ast.AST):
+    """The nodes of ``tree`` outside function and class bodies, lambdas and comprehensions."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+                              ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        yield child
+        yield from _top_level_nodes(child)
+
+
+def _reads(code: str) -> set[str]:
+    """The global names that ``code`` reads and does not bind itself (its free names).
+
+    Inside functions, Python's own symbol tables tell (``symtable``); at the top level, a
+    name that the cell reads counts unless the cell binds it (a cell that reads a name
+    before binding it again, or augments it, still counts it).
+    """
+    import symtable
+
+    table = symtable.symtable(code, "<cell>", "exec")
+    free: set[str] = set()
+
+    def walk(t):
+        for child in t.get_children():
+            free.update(s.get_name() for s in child.get_symbols() if s.is_referenced() and s.is_global())
+            walk(child)
+
+    walk(table)
+    tree = ast.parse(code)
+    top = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+    augmented = {n.target.id for n in _top_level_nodes(tree)
+                 if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
+    return (free | top | augmented) - (_top_level_stores(tree) - augmented)
+
+
+def cells_to_skip(cells: list, needed: set[str]) -> set[int]:
+    """Indices of the code cells that grading can skip, among ``cells`` outside the questions.
+
+    The first code cell (the set-up cell, which installs ``ssmheads`` where it is missing)
+    is always kept. Grading must run what an answer can use: every cell that only imports and defines
+    functions or classes (the set-up and import cells, the chapter's tools: cheap to run),
+    and every cell that binds a name that an answer or a kept cell reads (``needed``, closed
+    backwards through the chapter). The rest (computations for the text, figures,
+    explorers, listings) is skipped; the students' notebook says so.
+    """
+    needed = set(needed)
+    skip = set()
+    code = [i for i, c in enumerate(cells) if c.cell_type == "code"]
+    for index in reversed(code):
+        cell = cells[index]
+        if index == code[0]:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:      # an IPython magic: keep it, it may set something up
+            continue
+        only_tools = all(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) for n in tree.body)
+        if only_tools or _top_level_stores(tree) & needed:
+            needed |= _reads(cell.source)
+        else:
+            skip.add(index)
+    return skip
+
+
+# --------------------------------------------------------------------------- the master notebook
+
+def _raw(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_raw_cell(text)
+
+
+def question_name(number: str, written: bool = False) -> str:
+    """Otter's name for the question of Exercise ``number`` ("1.5" -> "ex1.5")."""
+    return f"ex{number}" + (WRITTEN_SUFFIX if written else "")
+
+
+def asks_in_prose(prompt: str) -> bool:
+    """Whether an exercise's text asks a question the check does not test (a question mark in the prose)."""
+    prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", "", prompt, flags=re.S)
+    return "?" in prose
+
+
+@dataclass
+class Question:
+    name: str
+    label: str
+    number: str
+    points: int
+    manual: bool
+
+
+INTRO = (
+    "**This notebook is an assignment.** Answer each exercise in the cells right below it. An "
+    "auto-checked exercise (✓) has a code cell with a stub: replace its `...` with your code and "
+    "run the cell; the check prints whether your function passes its visible cases. The "
+    "questions asked in prose, and every other exercise, are answered in the Markdown cell that "
+    "says *Type your answer here*, with any computation in the code cell after it. Then submit "
+    "this `.ipynb` file.\n\n"
+    "How it is graded: each function is run again on its visible cases and on hidden ones; your "
+    "prose answers are read by a person. Grading runs the set-up and import cells at the top and "
+    "your answer cells, not the chapter's own computations, so write each function to use its "
+    "arguments and the imports at the top (`np`, `sh`, ...), and import anything else you need "
+    "in your answer cell. Do not rename the stubs' functions or delete cells.")
+
+
+def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | None = None):
+    """The Otter master notebook of chapter ``path`` and its list of :class:`Question`."""
+    path = Path(path)
+    docname = book.docname_of(path)
+    chapter = nbformat.read(path, as_version=4)
+    numbers = assignments.exercise_numbers(book)
+    exercises = {e.label: e for e in catalogue.read_chapter(path)}
+    solutions = chapter_solutions(chapter, docname, book)
+    student = portable.render_notebook(
+        assignments.student_notebook(chapter, where=path.name, numbers=numbers)[0], docname, book, kind="student")[0]
+    stubs = {label: code for c in chapter.cells if c.cell_type == "markdown"
+             for label, code in assignments.split_exercise_stubs(c.source)[1]}
+    config = {
+        "name": name or path.stem,
+        "init_cell": False, "check_all_cell": False, "export_cell": False,
+        "run_tests": True, "solutions_pdf": False, "template_pdf": False,
+        "python_version": "3.11",
+        "requirements": "requirements.txt",
+        "tests": {"files": False, "ok_format": False},
+        "generate": {"pdf": False, "show_stdout": False, "show_hidden": False},
+    }
+    answers = [c for c in student.cells if c.metadata.get("exercise_stub") or c.metadata.get("exercise_work")]
+    first_answer = student.cells.index(answers[0]) if answers else len(student.cells)
+    needed = set().union(*(_reads(master_solution_cell(stubs[label], _gated_code(chapter, label), label))
+                           for label in stubs))
+    skipped = cells_to_skip(student.cells[:first_answer], needed)
+    for index in skipped:
+        student.cells[index].metadata.setdefault("tags", []).append(IGNORE_TAG)
+    cells = [_raw("# ASSIGNMENT CONFIG\n" + _yaml(config))]
+    questions: list[Question] = []
+    titled = False
+    for cell in student.cells:
+        label = cell.metadata.get("exercise_stub") or cell.metadata.get("exercise_work")
+        if label is None:
+            cells.append(cell)
+            if not titled and cell.cell_type == "markdown" and cell.source.startswith("# "):
+                intro = nbformat.v4.new_markdown_cell(INTRO)
+                intro.id = "otter-intro"
+                cells.append(intro)
+                titled = True
+            continue
+        prompt = cells.pop()
+        if prompt.cell_type != "markdown":
+            raise OtterError(f"{path.name}: the cell before the answer cell of {label} is not its text")
+        exercise, solution = exercises[label], solutions.get(label)
+        if solution is None:
+            raise OtterError(f"{path.name}: {label} has no solution")
+        number, where = numbers[label], f"{path.name}, {label}"
+        points = POINTS_PER_STAR * exercise.difficulty
+        if cell.metadata.get("exercise_stub"):
+            stub = stubs[label]
+            code = _gated_code(chapter, label)
+            written = asks_in_prose(prompt.source)
+            auto = Question(question_name(number), label, number, points // 2 if written else points, False)
+            answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where))
+            answer.id = cell.id
+            cells += [_raw(f"# BEGIN QUESTION\nname: {auto.name}\npoints: {auto.points}\ncheck_cell: false"),
+                      prompt, _raw("# BEGIN SOLUTION"), answer, _raw("# END SOLUTION"), _raw("# BEGIN TESTS"),
+                      _test_cell(visible_test(stub, where), hidden=False)]
+            if label not in hidden or not hidden[label]:
+                raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
+            cells += [_test_cell(source, hidden=True) for source in hidden[label]]
+            cells += [_raw("# END TESTS"), _raw("# END QUESTION")]
+            questions.append(auto)
+            if written:
+                prose = Question(question_name(number, True), label, number, points - auto.points, True)
+                ask = nbformat.v4.new_markdown_cell(
+                    f"**Exercise {number}, in prose.** Answer here the questions of Exercise {number} "
+                    "that the check does not test.")
+                ask.id = f"ask-{label}"[:64]
+                cells += [_raw(f"# BEGIN QUESTION\nname: {prose.name}\nmanual: true\npoints: {prose.points}"),
+                          ask, _raw("# BEGIN SOLUTION"),
+                          *[nbformat.v4.new_markdown_cell(t) for t in solution.text if t.strip()],
+                          _raw("# END SOLUTION"), _raw("# END QUESTION")]
+                questions.append(prose)
+            continue
+        manual = Question(question_name(number), label, number, points, True)
+        work = nbformat.v4.new_code_cell(
+            cell.source.rstrip("\n").replace("(not auto-checked)", "(read by hand)") + "\n"
+            + ("# BEGIN SOLUTION NO PROMPT\n" + "\n\n".join(solution.code) + "\n# END SOLUTION"
+               if solution.code else ""))
+        work.id = cell.id
+        texts = [t for t in solution.text if t.strip()] or ["(The solution is in the code cell.)"]
+        cells += [_raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {manual.points}"),
+                  prompt, _raw("# BEGIN SOLUTION"), *[nbformat.v4.new_markdown_cell(t) for t in texts],
+                  work, _raw("# END SOLUTION"), _raw("# END QUESTION")]
+        questions.append(manual)
+    missing = set(exercises) - {q.label for q in questions}
+    if missing:
+        raise OtterError(f"{path.name}: exercises without a question: {sorted(missing)}")
+    master = nbformat.from_dict(student)
+    master.cells = cells
+    for k, c in enumerate(master.cells):
+        if c.cell_type == "raw" and "id" in c:
+            c.id = f"otter-raw-{k}"
+    return master, questions
+
+
+def grading_requirements(root: Path = ROOT) -> str:
+    """requirements.txt of the autograder: the runtime pins of requirements.txt and the library."""
+    import yaml
+
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (root / "requirements.txt").read_text(), re.M))
+    missing = [name for name in RUNTIME if name not in pins]
+    if missing:
+        raise OtterError(f"requirements.txt pins no {', '.join(missing)}")
+    url = (yaml.safe_load((root / "_config.yml").read_text()).get("repository") or {}).get("url")
+    if not url:
+        raise OtterError("_config.yml has no repository.url: the autograder installs ssmheads from it")
+    return ("# The grading environment beside Otter (written by tools/make_otter.py): the chapters'\n"
+            "# runtime, pinned as in the book's requirements.txt, and the book's library.\n"
+            + "".join(f"{name}=={pins[name]}\n" for name in RUNTIME)
+            + f"ssmheads @ git+{url}\n")
+
+
+def _yaml(data) -> str:
+    import yaml
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+# --------------------------------------------------------------------------- otter assign
+
+def otter_command(otter: Path | None = None) -> Path:
+    """The ``otter`` executable: ``otter`` if given, else .venv-otter's (``make otter-env``)."""
+    path = Path(otter) if otter else OTTER_VENV / "bin" / "otter"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} not found: run `make otter-env` (it installs "
+                                "requirements-instructor.txt into .venv-otter), or give --otter")
+    return path
+
+
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def source_record(chapter: Path, hidden: Path, site_url: str | None) -> dict:
+    """What a chapter's Otter notebooks are made from; the students' site compares it (make_assignments)."""
+    return {"chapter": Path(chapter).name, "chapter_sha256": file_hash(chapter),
+            "hidden_tests_sha256": file_hash(hidden), "site_url": site_url or None,
+            "generator_sha256": file_hash(Path(__file__))}
+
+
+def assign(master: Path, result: Path, otter: Path, timeout: float = 300) -> float:
+    """``otter assign master result`` (tests run on the solutions); returns the seconds it took."""
+    if result.exists():
+        for sub in ("student", "autograder"):
+            shutil.rmtree(result / sub, ignore_errors=True)
+    start = time.perf_counter()
+    done = subprocess.run([str(otter), "assign", "--no-pdfs", str(master), str(result)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "MPLBACKEND": "Agg", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    seconds = time.perf_counter() - start
+    (result / "assign.log").write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        raise RuntimeError(f"otter assign failed for {master.name} (exit {done.returncode}); "
+                           f"log: {result / 'assign.log'}\n" + (done.stdout + done.stderr)[-3000:])
+    return seconds
+
+
+def student_notebook_path(out: Path, stem: str) -> Path:
+    return Path(out) / stem / "student" / f"{stem}.ipynb"
+
+
+def autograder_zip(out: Path, stem: str) -> Path:
+    zips = sorted((Path(out) / stem / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        raise FileNotFoundError(f"expected one autograder zip in {Path(out) / stem / 'autograder'}; "
+                                f"found {len(zips)}: run `make otter`")
+    return zips[0]
+
+
+def finish_student_notebook(path: Path, reference) -> None:
+    """Give the listings of the library's source back their output (Otter clears every output).
+
+    The student notebook of ``make assignments`` keeps them: they are text of the chapter.
+    """
+    nb = nbformat.read(path, as_version=4)
+    listings = {c.id: c.outputs for c in reference.cells
+                if c.cell_type == "code" and "source-listing" in c.metadata.get("tags", [])}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("id") in listings:
+            cell.outputs = listings[cell.id]
+    nbformat.validate(nb)
+    nbformat.write(nb, path)
+
+
+def make_chapter(path: Path, out: Path, book, hidden_path: Path, hidden: dict, otter: Path,
+                 site_url: str | None) -> tuple[list[Question], float]:
+    stem = Path(path).stem
+    master, questions = master_notebook(path, book, hidden)
+    folder = Path(out) / stem
+    (folder / "master").mkdir(parents=True, exist_ok=True)
+    master_path = folder / "master" / f"{stem}.ipynb"
+    nbformat.write(master, master_path)
+    (folder / "master" / "requirements.txt").write_text(grading_requirements())
+    seconds = assign(master_path, folder, otter)
+    finish_student_notebook(student_notebook_path(out, stem), master)
+    record = source_record(path, hidden_path, site_url)
+    record["questions"] = [q.__dict__ for q in questions]
+    (folder / "source.json").write_text(json.dumps(record, indent=1) + "\n")
+    return questions, seconds
+
+
+def make_all(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT, hidden_path: Path = DEFAULT_HIDDEN,
+             otter: Path | None = None, site_url: str | None = None, workers: int = 2,
+             verbose: bool = True) -> dict[str, list[Question]]:
+    """Master, student notebook and autograder for every chapter in ``chapters``."""
+    otter = otter_command(otter)
+    hidden = load_hidden(hidden_path)
+    book = portable.Book(ROOT, base_url=site_url)
+    paths = sorted(Path(chapters).glob("*.ipynb"))
+    if not paths:
+        raise FileNotFoundError(f"no chapter notebooks in {chapters}")
+    unknown = set(hidden) - {e.label for e in catalogue.read_exercises(chapters) if e.checked}
+    if unknown:
+        raise OtterError(f"{hidden_path}: hidden tests for labels that are not auto-checked exercises: "
+                         f"{sorted(unknown)}")
+    out.mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {p: pool.submit(make_chapter, p, out, book, hidden_path, hidden, otter, site_url) for p in paths}
+        results = {}
+        for p, future in futures.items():
+            questions, seconds = future.result()
+            results[p.stem] = questions
+            if verbose:
+                auto = [q for q in questions if not q.manual]
+                print(f"{p.stem}: {len(questions)} questions ({len(auto)} auto-graded, "
+                      f"{sum(q.points for q in auto)} of {sum(q.points for q in questions)} points), "
+                      f"otter assign {seconds:.1f} s -> {_shown(out / p.stem)}/")
+    return results
+
+
+def _shown(path: Path) -> Path:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default: _build/otter)")
+    parser.add_argument("--site-url", metavar="URL",
+                        help="the students' site: the notebooks link there, as with make assignments")
+    parser.add_argument("--hidden", type=Path, default=DEFAULT_HIDDEN, metavar="FILE",
+                        help="the hidden tests (default: instructors/hidden_tests.py); keep your own "
+                             "outside the public repository")
+    parser.add_argument("--otter", type=Path, help="the otter executable (default: .venv-otter/bin/otter)")
+    parser.add_argument("--workers", type=int, default=2, help="chapters assigned at once (default 2)")
+    args = parser.parse_args(argv)
+    if args.site_url and not re.match(r"^https?://[^\s/]+", args.site_url):
+        parser.error(f"--site-url must be an http(s) address, not {args.site_url!r}")
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, not {args.workers}")
+    if not args.hidden.exists():
+        parser.error(f"--hidden: {args.hidden} does not exist")
+    start = time.perf_counter()
+    results = make_all(ROOT / "chapters", args.out.resolve(), args.hidden.resolve(), args.otter,
+                       args.site_url, args.workers)
+    total = sum(len(q) for q in results.values())
+    print(f"{len(results)} assignments, {total} questions, in {_shown(args.out.resolve())}/ "
+          f"[{time.perf_counter() - start:.1f} s]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+# --------------------------------------------------------------------------- planted submissions (tests)
+
+_MARKER = re.compile(r"^\s*# (BEGIN SOLUTION( NO PROMPT)?|END SOLUTION)\s*$")
+
+
+def answered(student, master, answers: dict[str, str] | None = None, prose: str | None = None):
+    """A copy of student notebook ``student`` with answers filled in, as a student would submit it.
+
+    Each auto-graded answer cell (the stub, matched to ``master`` by cell id) gets the
+    master's solution without Otter's markers, or ``answers[label]``'s code where given
+    (a label mapped to ``None`` keeps the untouched stub); ``prose`` fills every
+    *Type your answer here* cell.
+    """
+    answers = answers or {}
+    solutions = {c.id: "\n".join(ln for ln in c.source.split("\n") if not _MARKER.match(ln))
+                 for c in master.cells if c.cell_type == "code" and "# BEGIN SOLUTION" in c.source}
+    nb = nbformat.from_dict(json.loads(json.dumps(student)))
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("id") in solutions:
+            label = cell.id.removeprefix("stub-")
+            if label in answers:
+                if answers[label] is not None:
+                    cell.source = answers[label]
+            else:
+                cell.source = solutions[cell.id]
+        elif prose is not None and cell.cell_type == "markdown" and "otter_answer_cell" in cell.metadata.get("tags", []):
+            cell.source = prose
+    return nb
