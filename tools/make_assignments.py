@@ -42,6 +42,12 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
    open the repository's notebooks with their solutions) into DIR/site; jupyter-book
    puts the pages in DIR/site/_build/html.
 
+   When ``make otter`` has written Otter assignments (``--otter``, default _build/otter:
+   tools/make_otter.py), the download button gives those student notebooks instead, the
+   ones the instructor hands out and grades (``portable_notebooks: otter``). They must be
+   current: made from the chapters as they are now and linking to the same ``--site-url``;
+   otherwise this stops and says to run ``make otter`` again (or ``--no-otter``).
+
 The notebook part is importable (``make_student_notebooks``; ``student_notebook``
 gives the MyST student version) and needs nbformat, PyYAML and pybtex (for
 tools/portable.py); the site part (``build_student_site``) also needs jupyter-book.
@@ -407,10 +413,58 @@ def stage_site_source(root: Path, stage: Path, avoid: tuple[Path, ...] = ()) -> 
                                     + yaml.safe_dump(toc, sort_keys=False))
 
 
-def student_config(root: Path, target: Path, site_url: str | None = None) -> Path:
+class StaleOtter(ValueError):
+    """``make otter``'s notebooks are missing for a chapter, or were made from other sources."""
+
+
+DEFAULT_OTTER = ROOT / "_build" / "otter"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def otter_notebooks(chapters: Path, otter_dir: Path, site_url: str | None = None) -> Path | None:
+    """``otter_dir`` if ``make otter`` wrote a current student notebook there for every chapter.
+
+    ``None`` when it wrote none (no ``<chapter>/source.json``); :class:`StaleOtter` when some
+    are missing or were made from another version of a chapter, of tools/make_otter.py, or
+    for another site address.
+    """
+    import json
+
+    otter_dir = Path(otter_dir)
+    paths = sorted(Path(chapters).glob("*.ipynb"))
+    if not any((otter_dir / p.stem / "source.json").exists() for p in paths):
+        return None
+    generator = _sha256(Path(__file__).resolve().parent / "make_otter.py")
+    problems = []
+    for p in paths:
+        record, notebook = otter_dir / p.stem / "source.json", otter_dir / p.stem / "student" / f"{p.stem}.ipynb"
+        if not record.exists() or not notebook.exists():
+            problems.append(f"{p.stem}: no Otter student notebook")
+            continue
+        made = json.loads(record.read_text())
+        if made.get("chapter_sha256") != _sha256(p):
+            problems.append(f"{p.stem}: the chapter changed after `make otter`")
+        elif made.get("generator_sha256") != generator:
+            problems.append(f"{p.stem}: tools/make_otter.py changed after `make otter`")
+        elif made.get("site_url") != (site_url or None):
+            problems.append(f"{p.stem}: made for the site {made.get('site_url') or '(the full site)'}, "
+                            f"not {site_url or '(the full site)'}")
+    if problems:
+        raise StaleOtter(f"the Otter notebooks in {otter_dir} are not current ({'; '.join(problems)}): run "
+                         "`make otter` again with the same SITE_URL, or give --no-otter to offer the "
+                         "notebooks of `make assignments` instead")
+    return otter_dir
+
+
+def student_config(root: Path, target: Path, site_url: str | None = None, otter: Path | None = None) -> Path:
     """Write the students' site configuration (from _config.yml) to ``target``.
 
     ``site_url``: where the students' site is published (its downloads link there).
+    ``otter``: the folder of ``make otter``'s notebooks, which the download button then gives.
     """
     import yaml
 
@@ -418,6 +472,9 @@ def student_config(root: Path, target: Path, site_url: str | None = None) -> Pat
     config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
     # The download button gives the portable student notebook (book/_ext/portable_downloads.py).
     config["sphinx"]["config"]["portable_notebooks"] = "student"
+    if otter:
+        config["sphinx"]["config"]["portable_notebooks"] = "otter"
+        config["sphinx"]["config"]["otter_notebooks"] = str(Path(otter).resolve())
     if site_url:
         config["sphinx"]["config"]["portable_site_url"] = site_url
     # jupyter-book finds local extensions relative to the configuration file, which is
@@ -441,9 +498,14 @@ def _jupyter_book() -> str:
     return str(here) if here.exists() else (shutil.which("jupyter-book") or "jupyter-book")
 
 
-def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT, site_url: str | None = None) -> Path:
-    """Build the solutions-hidden site into ``out/site`` and return the path of its index.html."""
-    config = student_config(root, out / "student_config.yml", site_url)
+def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT, site_url: str | None = None,
+                       otter: Path | None = None) -> Path:
+    """Build the solutions-hidden site into ``out/site`` and return the path of its index.html.
+
+    ``otter``: a folder of current ``make otter`` notebooks (see :func:`otter_notebooks`),
+    which the download button then gives instead of the ``make assignments`` notebooks.
+    """
+    config = student_config(root, out / "student_config.yml", site_url, otter)
     site = out / "site"
     if site.exists():
         shutil.rmtree(site)  # no stale pages from an earlier build
@@ -479,6 +541,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the address where the students' site will be published: the notebooks' "
                              "links (and the students' site's downloads) point there (default: the "
                              "full site, with its solutions)")
+    parser.add_argument("--otter", type=Path, default=DEFAULT_OTTER, metavar="DIR",
+                        help="the folder of `make otter`'s assignments (default: _build/otter): when it "
+                             "holds them, the students' site offers those notebooks for download")
+    parser.add_argument("--no-otter", action="store_true",
+                        help="offer the notebooks of `make assignments` even when `make otter` has run")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     if args.site_url and not re.match(r"^https?://[^\s/]+", args.site_url):
@@ -496,8 +563,14 @@ def main(argv: list[str] | None = None) -> int:
           f"[{notebooks:.1f} s]")
     if args.no_site:
         return 0
+    try:
+        otter = None if args.no_otter else otter_notebooks(ROOT / "chapters", args.otter, args.site_url)
+    except StaleOtter as stale:
+        parser.error(str(stale))
+    print("the students' site offers " + (f"the Otter student notebooks of {_shown(otter)}/ for download"
+                                           if otter else "the student notebooks above for download"))
     start = time.perf_counter()
-    index = build_student_site(out, ROOT, args.site_url)
+    index = build_student_site(out, ROOT, args.site_url, otter)
     print(f"the site without solutions is at {index.resolve()} [{time.perf_counter() - start:.1f} s]")
     return 0
 

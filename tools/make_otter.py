@@ -186,7 +186,7 @@ def master_solution_cell(stub: str, code: str, where: str) -> str:
                                           + [f"{indent}# END SOLUTION"])
     if preamble:
         lines[func.lineno - 1:func.lineno - 1] = (["# BEGIN SOLUTION NO PROMPT"] + preamble.split("\n")
-                                                  + ["# END SOLUTION", ""])
+                                                  + ["# END SOLUTION"])
     return "\n".join(lines)
 
 
@@ -461,7 +461,7 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
             code = _gated_code(chapter, label)
             written = asks_in_prose(prompt.source)
             auto = Question(question_name(number), label, number, points // 2 if written else points, False)
-            answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where))
+            answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where), metadata=dict(cell.metadata))
             answer.id = cell.id
             cells += [_raw(f"# BEGIN QUESTION\nname: {auto.name}\npoints: {auto.points}\ncheck_cell: false"),
                       prompt, _raw("# BEGIN SOLUTION"), answer, _raw("# END SOLUTION"), _raw("# BEGIN TESTS"),
@@ -487,7 +487,7 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
         work = nbformat.v4.new_code_cell(
             cell.source.rstrip("\n").replace("(not auto-checked)", "(read by hand)") + "\n"
             + ("# BEGIN SOLUTION NO PROMPT\n" + "\n\n".join(solution.code) + "\n# END SOLUTION"
-               if solution.code else ""))
+               if solution.code else ""), metadata=dict(cell.metadata))
         work.id = cell.id
         texts = [t for t in solution.text if t.strip()] or ["(The solution is in the code cell.)"]
         cells += [_raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {manual.points}"),

@@ -10,7 +10,11 @@ was built (tools/portable.py, from the book's source folder):
   outputs and solutions (collapsible);
 * ``portable_notebooks = "student"`` (set by tools/make_assignments.py for the
   students' site): the student notebook, as ``make assignments`` writes it (solutions
-  removed, each exercise's stub in a code cell, outputs cleared).
+  removed, each exercise's stub in a code cell, outputs cleared);
+* ``portable_notebooks = "otter"`` (set by tools/make_assignments.py when ``make otter``
+  has written current Otter assignments): the Otter student notebook of each chapter,
+  copied from ``otter_notebooks/<chapter>/student/<chapter>.ipynb``, the very file the
+  instructor hands out and grades.
 
 A page that is a notebook but not a chapter (book/instructors.md, a MyST text
 notebook that builds the instructors' tables) has no portable rendering: its
@@ -98,8 +102,8 @@ def write_portable_sources(app, exception):
     srcdir, outdir = Path(app.srcdir), Path(app.outdir)
     portable = _load(srcdir, "portable")
     kind = app.config.portable_notebooks
-    if kind not in ("reader", "student"):
-        logger.warning(f"portable_notebooks must be 'reader' or 'student', not {kind!r}")
+    if kind not in ("reader", "student", "otter"):
+        logger.warning(f"portable_notebooks must be 'reader', 'student' or 'otter', not {kind!r}")
         return
     import nbformat
 
@@ -111,6 +115,16 @@ def write_portable_sources(app, exception):
         for page in book.chapters():
             target = outdir / "_sources" / (page.docname + page.path.suffix)
             if not target.exists():
+                continue
+            if kind == "otter":
+                otter = Path(app.config.otter_notebooks) / page.path.stem / "student" / page.path.name
+                if not otter.exists():
+                    logger.warning(f"portable notebooks: no Otter student notebook {otter}; the download of "
+                                   f"{page.docname} is removed")
+                    target.unlink()
+                    continue
+                target.write_bytes(otter.read_bytes())
+                written += 1
                 continue
             nb = nbformat.read(page.path, as_version=4)
             if kind == "student":
@@ -173,5 +187,7 @@ def setup(app):
     app.add_config_value("portable_notebooks", "reader", "html")
     # The site the notebooks link to, if not the book's (the students' site: make_assignments --site-url).
     app.add_config_value("portable_site_url", "", "html")
+    # The folder of `make otter`'s assignments, for portable_notebooks = "otter".
+    app.add_config_value("otter_notebooks", "", "html")
     app.connect("build-finished", write_portable_sources)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

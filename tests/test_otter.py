@@ -1,0 +1,330 @@
+"""The Otter-Grader assignments (tools/make_otter.py) and their grading (tools/otter_grade.py).
+
+Two kinds of tests:
+
+* quick ones, always run: the instructors' requirements stay out of the readers'
+  environment, the grading script reads folders and messages as documented;
+* the assignments made and graded, which need Otter's environment (.venv-otter, ``make
+  otter-env``). They run in ``make test-otter`` (OTTER_REQUIRED=1, after ``make otter``),
+  which uses the assignments in _build/otter; elsewhere they are skipped, saying why.
+
+The graded ones grade, in one run of the grading command, the reference solutions (each
+chapter's autograder notebook), each untouched student notebook, and planted answers.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+OTTER_PYTHON = ROOT / ".venv-otter" / "bin" / "python"
+OTTER_DIR = ROOT / "_build" / "otter"
+sys.path.insert(0, str(ROOT / "tools"))
+
+import exercise_catalogue as catalogue  # noqa: E402  (tools/ is not a package)
+import make_assignments  # noqa: E402
+import make_otter  # noqa: E402
+import otter_grade  # noqa: E402
+
+REQUIRED = os.environ.get("OTTER_REQUIRED") == "1"
+graded_here = pytest.mark.skipif(
+    not REQUIRED, reason="makes and grades the Otter assignments: run by `make test-otter` (OTTER_REQUIRED=1)")
+
+EMA_WITHOUT_ONE_MINUS_GAMMA = '''\
+from ssmheads.exercises import check_ema_operator
+
+def ema_operator(n, d, gamma):
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    weight = np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)   # the factor 1 - gamma forgotten
+    return weight[:, :, None, None] * np.eye(d)
+
+check_ema_operator(ema_operator)'''
+
+
+def _pins(path: Path) -> dict[str, str]:
+    return {name.lower().replace("_", "-"): version
+            for name, version in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", path.read_text(), re.M)}
+
+
+# --------------------------------------------------------------------------- always
+
+def test_the_instructors_requirements_stay_out_of_the_readers_environment():
+    instructors, readers = _pins(ROOT / "requirements-instructor.txt"), _pins(ROOT / "requirements.txt")
+    binder = _pins(ROOT / "binder" / "requirements.txt")
+    assert instructors["otter-grader"] == "7.0.0"
+    for name in ("otter-grader", "pandas", "nbconvert", "python-on-whales"):
+        assert name not in readers and name not in binder, name
+    differ = {n: (v, readers[n]) for n, v in instructors.items() if n in readers and readers[n] != v}
+    assert not differ, f"requirements-instructor.txt pins these differently from requirements.txt: {differ}"
+    assert "-r requirements" not in (ROOT / "requirements-instructor.txt").read_text()
+
+
+def test_the_grading_command_reads_a_folder_of_submissions(tmp_path):
+    (tmp_path / "ada.ipynb").write_text("{}")
+    (tmp_path / "blaise").mkdir()
+    (tmp_path / "blaise" / "hw1.ipynb").write_text("{}")
+    (tmp_path / "blaise" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "notes.txt").write_text("not a submission")
+    assert [(s, p.name) for s, p in otter_grade.submissions(tmp_path)] == [("ada", "ada.ipynb"),
+                                                                            ("blaise", "hw1.ipynb")]
+    (tmp_path / "blaise" / "hw1 (2).ipynb").write_text("{}")
+    with pytest.raises(ValueError, match="blaise holds 2 notebooks"):
+        otter_grade.submissions(tmp_path)
+    with pytest.raises(FileNotFoundError, match="is not a folder"):
+        otter_grade.submissions(tmp_path / "missing")
+    assert otter_grade.assignment_of(tmp_path / "ada.ipynb") is None
+    (tmp_path / "x.ipynb").write_text("not json")
+    assert otter_grade.assignment_of(tmp_path / "x.ipynb") is None
+
+
+def test_a_failed_tests_message_keeps_the_error_not_the_tests_source():
+    message = ("❌ Test case failed\nError at line 9 in test ex1.1:\n  assert np.allclose(got, secret_case)\n"
+               "AssertionError: ema_operator(6, 3, 0.25): entry (0, 0, 0, 0) should be 0.75; got 1")
+    assert otter_grade._error_part(message) == ("AssertionError: ema_operator(6, 3, 0.25): entry (0, 0, 0, 0) "
+                                                "should be 0.75; got 1")
+    assert otter_grade._one_line("a\n  b") == "a b" and len(otter_grade._one_line("x" * 5000)) == 600
+
+
+def test_a_grading_command_without_submissions_says_what_is_wrong(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "otter_grade.py"), str(tmp_path / "nowhere")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "SUBMISSIONS" in done.stderr and "is not a folder" in done.stderr
+
+
+def test_the_master_solution_cell_holds_the_books_answer_inside_the_stub():
+    stub = "from ssmheads.exercises import check_f\n\ndef f(x):\n    # return x + 1\n    ...\n\ncheck_f(f)"
+    book = "import math\nfrom ssmheads.exercises import check_f\n\ndef f(x):\n    y = x + 1\n    return y\n\n" \
+           "result = check_f(f)\nassert result\nprint(f(2))"
+    cell = make_otter.master_solution_cell(stub, book, "test")
+    assert cell.split("\n") == [
+        "from ssmheads.exercises import check_f", "", "# BEGIN SOLUTION NO PROMPT", "import math",
+        "# END SOLUTION", "def f(x):", "    # return x + 1", "    # BEGIN SOLUTION", "    y = x + 1",
+        "    return y", "    # END SOLUTION", "", "check_f(f)"]
+    with pytest.raises(make_otter.OtterError, match="never calls its check"):
+        make_otter.master_solution_cell(stub, "def f(x):\n    return x", "test")
+    with pytest.raises(make_otter.OtterError, match="end in '...'"):
+        make_otter.master_solution_cell(stub.replace("    ...", "    pass"), book, "test")
+
+
+def test_grading_skips_only_what_no_answer_can_need():
+    cells = [nbformat.v4.new_code_cell(s) for s in (
+        "import os\nif os.environ.get('X'):\n    pass",         # 0 the set-up cell: always kept
+        "import numpy as np\n\ndef helper(x):\n    return x",   # 1 imports and tools: kept
+        "scale = 3\nfig = draw()",                               # 2 binds scale, which an answer reads
+        "scale = scale * 2\nnoise = np.ones(9)",                 # 3 rebinds it, reading it: kept, and 2 too
+        "slow = expensive()\nplot(slow)",                        # 4 nothing later needs it: skipped
+        "from ssmheads.widgets import explorer\nexplorer()")]    # 5 mixed import and work: skipped
+    assert make_otter.cells_to_skip(cells, {"scale", "np"}) == {4, 5}
+    assert make_otter._reads("def f(n):\n    a = n\n    a /= 2\n    return a * TOL\nk += 1\ny = f(2)") == {"TOL", "k"}
+
+
+def test_a_stale_set_of_otter_notebooks_is_refused(tmp_path):
+    stem = CHAPTERS[0].stem
+    for path in CHAPTERS:
+        folder = tmp_path / path.stem
+        (folder / "student").mkdir(parents=True)
+        (folder / "student" / path.name).write_text("{}")
+        record = make_otter.source_record(path, ROOT / "instructors" / "hidden_tests.py", None)
+        (folder / "source.json").write_text(json.dumps(record))
+    assert make_assignments.otter_notebooks(ROOT / "chapters", tmp_path) == tmp_path
+    with pytest.raises(make_assignments.StaleOtter, match="made for the site"):
+        make_assignments.otter_notebooks(ROOT / "chapters", tmp_path, "https://course.example.edu/heads/")
+    record = json.loads((tmp_path / stem / "source.json").read_text())
+    (tmp_path / stem / "source.json").write_text(json.dumps({**record, "chapter_sha256": "0" * 64}))
+    with pytest.raises(make_assignments.StaleOtter, match=f"{stem}: the chapter changed"):
+        make_assignments.otter_notebooks(ROOT / "chapters", tmp_path)
+    assert make_assignments.otter_notebooks(ROOT / "chapters", tmp_path / "none") is None
+
+
+# --------------------------------------------------------------------------- made and graded
+
+@pytest.fixture(scope="session")
+def otter_dir() -> Path:
+    """The assignments of `make otter` (test-otter runs it first), checked to be current."""
+    if not REQUIRED:
+        pytest.skip("run by `make test-otter`")
+    assert OTTER_PYTHON.exists(), "no .venv-otter: run `make otter-env`"
+    assert make_assignments.otter_notebooks(ROOT / "chapters", OTTER_DIR) == OTTER_DIR, \
+        "no current assignments in _build/otter: run `make otter`"
+    return OTTER_DIR
+
+
+def _read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+@pytest.fixture(scope="session")
+def graded(otter_dir, tmp_path_factory):
+    """One run of the grading command on the reference solutions, the untouched notebooks and a planted answer."""
+    folder = tmp_path_factory.mktemp("submissions")
+    for path in CHAPTERS:
+        stem = path.stem
+        nbformat.write(_read(otter_dir / stem / "autograder" / path.name), folder / f"reference-{stem}.ipynb")
+        nbformat.write(_read(otter_dir / stem / "student" / path.name), folder / f"untouched-{stem}.ipynb")
+    stem = CHAPTERS[0].stem
+    planted = make_otter.answered(_read(otter_dir / stem / "student" / f"{stem}.ipynb"),
+                                  _read(otter_dir / stem / "master" / f"{stem}.ipynb"),
+                                  {"ex-ema": EMA_WITHOUT_ONE_MINUS_GAMMA})
+    nbformat.write(planted, folder / "planted.ipynb")
+    out = folder / "grades.csv"
+    done = subprocess.run([str(OTTER_PYTHON), str(ROOT / "tools" / "otter_grade.py"), str(folder),
+                           "--out", str(out), "--otter-dir", str(otter_dir)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(out, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    seconds = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\S+): .*\[([\d.]+) s\]$", done.stdout, re.M)}
+    return rows, seconds, done.stdout
+
+
+def _questions(otter_dir: Path, stem: str) -> list[dict]:
+    return json.loads((otter_dir / stem / "source.json").read_text())["questions"]
+
+
+def test_every_exercise_is_a_question_worth_two_points_a_star(otter_dir):
+    exercises = catalogue.read_exercises(ROOT / "chapters")
+    for path in CHAPTERS:
+        questions = _questions(otter_dir, path.stem)
+        mine = [e for e in exercises if e.docname.endswith(path.stem)]
+        assert [q["label"] for q in questions if not q["name"].endswith("-written")] == [e.label for e in mine]
+        for e in mine:
+            parts = [q for q in questions if q["label"] == e.label]
+            assert sum(q["points"] for q in parts) == 2 * e.difficulty, e.label
+            assert any(not q["manual"] for q in parts) == e.checked, e.label
+            assert all(q["manual"] for q in parts if q["name"].endswith("-written")), e.label
+
+
+def test_the_students_stubs_are_the_books_and_every_other_cell_is_the_student_versions(otter_dir, tmp_path):
+    """The code students get is the `make assignments` notebook's (which test_assignments runs), answer cells aside."""
+    make_assignments.make_student_notebooks(ROOT / "chapters", tmp_path, verbose=False)
+    for path in CHAPTERS:
+        otter = _read(otter_dir / path.stem / "student" / path.name)
+        plain = _read(tmp_path / path.name)
+        code = [c for c in otter.cells if c.cell_type == "code"]
+        assert [c.source for c in code if c.metadata.get("exercise_stub")] == \
+            [c.source for c in plain.cells if c.metadata.get("exercise_stub")]
+        assert [c.source for c in code if not c.id.startswith("work-")] == \
+            [c.source for c in plain.cells if c.cell_type == "code" and not c.id.startswith("work-")]
+        assert all(c.source.strip().startswith("# Exercise") and "(read by hand)" in c.source
+                   for c in code if c.id.startswith("work-"))
+        answer_cells = [c for c in otter.cells if c.cell_type == "markdown"
+                        and "otter_answer_cell" in c.metadata.get("tags", [])]
+        manual = [q for q in _questions(otter_dir, path.stem) if q["manual"]]
+        assert len(answer_cells) == len(manual) and all("Type your answer here" in c.source for c in answer_cells)
+        assert not any(c.outputs for c in code if "source-listing" not in c.metadata.get("tags", []))
+
+
+def test_the_untouched_student_notebook_runs_top_to_bottom(otter_dir):
+    from nbclient import NotebookClient
+
+    path = CHAPTERS[0]
+    nb = _read(otter_dir / path.stem / "student" / path.name)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "chapters")}},
+                   allow_errors=False).execute()
+    printed = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                      for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert printed.count("NOT ATTEMPTED YET") >= 3
+
+
+def test_the_reference_solutions_score_full_marks(graded, otter_dir):
+    rows, _, _ = graded
+    for path in CHAPTERS:
+        mine = [r for r in rows if r["student"] == f"reference-{path.stem}"]
+        auto = [q for q in _questions(otter_dir, path.stem) if not q["manual"]]
+        assert [r["question"] for r in mine if r["score"] != ""] == [q["name"] for q in auto]
+        for r in mine:
+            if r["score"] != "":
+                assert float(r["score"]) == float(r["max"]) > 0, r
+                assert re.fullmatch(r"all \d+ tests passed \(1 visible, [1-9]\d* hidden\)", r["message"]), r
+            else:
+                assert r["message"] == "graded by hand"
+
+
+def test_an_untouched_student_notebook_scores_zero(graded, otter_dir):
+    rows, _, _ = graded
+    for path in CHAPTERS:
+        mine = [r for r in rows if r["student"] == f"untouched-{path.stem}"]
+        assert len(mine) == len(_questions(otter_dir, path.stem))
+        auto = [r for r in mine if r["score"] != ""]
+        assert auto and all(float(r["score"]) == 0 for r in auto), auto
+        assert all("NOT ATTEMPTED YET" in r["message"] and "hidden:" in r["message"] for r in auto), auto
+
+
+def test_a_planted_wrong_answer_fails_its_question_with_a_helpful_message(graded):
+    rows, _, _ = graded
+    mine = {r["question"]: r for r in rows if r["student"] == "planted"}
+    ema = mine["ex1.1"]
+    assert float(ema["score"]) == 0
+    assert "ema_operator(" in ema["message"] and "should be" in ema["message"], ema["message"]
+    assert "hidden:" in ema["message"] and "NOT YET" in ema["message"]
+    assert float(mine["ex1.2"]["score"]) == float(mine["ex1.2"]["max"])   # the other answers still count
+    assert float(mine["ex1.3"]["score"]) == float(mine["ex1.3"]["max"])
+
+
+def test_grading_one_submission_takes_at_most_15_seconds(graded):
+    _, seconds, printed = graded
+    assert len(seconds) == 2 * len(CHAPTERS) + 1, printed
+    assert max(seconds.values()) < 15, seconds   # the budget is 30 s; two submissions ran at once
+
+
+def _hidden_lines() -> list[str]:
+    """Distinctive lines of the hidden tests: a student file or a page that holds one leaks them.
+
+    A line the book shows anyway (in a chapter or in the library, e.g. a common NumPy idiom)
+    tells nothing about the hidden cases and is left out.
+    """
+    public = "\n".join(p.read_text() for p in [*CHAPTERS, *(ROOT / "lib" / "ssmheads").rglob("*.py")])
+    lines = []
+    for sources in make_otter.load_hidden(ROOT / "instructors" / "hidden_tests.py").values():
+        for source in sources:
+            for line in source.split("\n"):
+                line = line.strip()
+                if len(line) >= 30 and not line.startswith(("import ", "from ", "#", '"""')) \
+                        and line not in public and json.dumps(line)[1:-1] not in public:
+                    lines.append(line)
+    return sorted(set(lines))
+
+
+def _text_files(folder: Path):
+    for path in folder.rglob("*"):
+        if path.is_file() and path.suffix in (".ipynb", ".html", ".txt", ".js", ".json", ".md", ".py"):
+            yield path
+
+
+def test_no_hidden_test_text_in_a_student_file_or_on_a_site(otter_dir, tmp_path):
+    hidden = _hidden_lines()
+    assert len(hidden) > 100
+    master = (otter_dir / CHAPTERS[0].stem / "master" / CHAPTERS[0].name).read_text()
+    assert any(line in master for line in hidden)        # the search finds them where they are
+    # The students' site as `make assignments` builds it with the Otter notebooks.
+    assert make_assignments.main(["--out", str(tmp_path / "assignments")]) == 0
+    places = [otter_dir / p.stem / "student" for p in CHAPTERS] + [tmp_path / "assignments"]
+    if (ROOT / "_build" / "html" / "index.html").exists():
+        places.append(ROOT / "_build" / "html")
+    checked = 0
+    for place in places:
+        for path in _text_files(place):
+            text = path.read_text(errors="replace")
+            leaks = [line for line in hidden if line in text]
+            assert not leaks, f"{path} holds hidden test text: {leaks[:3]}"
+            checked += 1
+    assert checked > 50
+    # The students' site offers, for each chapter, exactly the notebook `make otter` wrote.
+    sources = tmp_path / "assignments" / "site" / "_build" / "html" / "_sources" / "chapters"
+    for path in CHAPTERS:
+        offered = sources / path.name
+        assert offered.read_bytes() == (otter_dir / path.stem / "student" / path.name).read_bytes(), path.name
+        page = (tmp_path / "assignments" / "site" / "_build" / "html" / "chapters" / f"{path.stem}.html").read_text()
+        assert f'href="../_sources/chapters/{path.name}"' in page
