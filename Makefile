@@ -106,8 +106,9 @@ test-standalone:
 #   make otter [SITE_URL=https://...] [HIDDEN=my_hidden_tests.py]
 #       a master notebook per chapter, then `otter assign`: _build/otter/<chapter>/student/
 #       (the notebook to hand out) and autograder/ (the zip for Gradescope or `make grade`)
-#   make grade SUBMISSIONS=folder [GRADES=grades.csv]
-#       grades every notebook in the folder with `otter run` (no Docker) into one CSV
+#   make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=...] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1]
+#       grades every notebook in the folder with `otter run` (no Docker) into one CSV (never
+#       overwritten without FORCE=1: hand-graded scores may be in it)
 OTTER_VENV ?= .venv-otter
 OTTER_BIN  := $(OTTER_VENV)/bin
 OTTER_STAMP := $(OTTER_VENV)/.installed
@@ -126,8 +127,10 @@ otter: $(STAMP) $(OTTER_STAMP)
 	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN))
 
 grade: $(OTTER_STAMP)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv]"; exit 2; }
-	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)"
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=01_unified_operator] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1]"; exit 2; }
+	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)" \
+	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	  $(if $(HIDE_HIDDEN),--hide-hidden-cases) $(if $(FORCE),--force)
 
 # The assignments made and graded (tests/test_otter.py): runs when the instructors'
 # environment is installed (`make otter-env`; .ci/run installs it), says plainly that it

@@ -53,6 +53,17 @@ def ema_operator(n, d, gamma):
 check_ema_operator(ema_operator)'''
 
 
+TAMPERED = '''\
+import ssmheads.exercises
+ssmheads.exercises.check_ema_operator = lambda f: True
+sh.LinearSSM.interaction = lambda self, X: np.zeros((len(X), len(X), len(X[0]), len(X[0])))
+
+def ema_operator(n, d, gamma):
+    return np.zeros((n, n, d, d))'''
+
+RENAMED = EMA_WITHOUT_ONE_MINUS_GAMMA.replace("def ema_operator", "def my_ema").replace("(ema_operator)", "(my_ema)")
+
+
 def _pins(path: Path) -> dict[str, str]:
     return {name.lower().replace("_", "-"): version
             for name, version in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", path.read_text(), re.M)}
@@ -77,16 +88,40 @@ def test_the_grading_command_reads_a_folder_of_submissions(tmp_path):
     (tmp_path / "blaise" / "hw1.ipynb").write_text("{}")
     (tmp_path / "blaise" / ".ipynb_checkpoints").mkdir()
     (tmp_path / "notes.txt").write_text("not a submission")
-    assert [(s, p.name) for s, p in otter_grade.submissions(tmp_path)] == [("ada", "ada.ipynb"),
-                                                                            ("blaise", "hw1.ipynb")]
+    assert [(s, p.name, why) for s, p, why in otter_grade.submissions(tmp_path)] == [
+        ("ada", "ada.ipynb", ""), ("blaise", "hw1.ipynb", "")]
+    # A student folder with two notebooks, or two submissions under one name, is reported, not fatal.
     (tmp_path / "blaise" / "hw1 (2).ipynb").write_text("{}")
-    with pytest.raises(ValueError, match="blaise holds 2 notebooks"):
-        otter_grade.submissions(tmp_path)
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "x.ipynb").write_text("{}")
+    found = {s: (p, why) for s, p, why in otter_grade.submissions(tmp_path)}
+    assert found["blaise"][0] is None and "2 notebooks in blaise/" in found["blaise"][1]
+    assert found["ada"][0] is None and "two submissions named ada" in found["ada"][1]
     with pytest.raises(FileNotFoundError, match="is not a folder"):
         otter_grade.submissions(tmp_path / "missing")
-    assert otter_grade.assignment_of(tmp_path / "ada.ipynb") is None
+    assert otter_grade.assignment_of(tmp_path / "ada.ipynb") == (None, "is not a notebook (no cells)")
     (tmp_path / "x.ipynb").write_text("not json")
-    assert otter_grade.assignment_of(tmp_path / "x.ipynb") is None
+    assert otter_grade.assignment_of(tmp_path / "x.ipynb") == (None, "is not a notebook (not valid JSON)")
+    (tmp_path / "y.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))
+    assert "lost the metadata" in otter_grade.assignment_of(tmp_path / "y.ipynb")[1]
+    assert not otter_grade._known("../../tmp", tmp_path) and not otter_grade._known("x/y", tmp_path)
+
+
+def test_the_csv_is_safe_to_open_in_a_spreadsheet():
+    row = otter_grade.Row('=HYPERLINK("http://x","click")', "ex1.1", 0.5, 1, "-1 is wrong")
+    assert row.as_list() == ['\'=HYPERLINK("http://x","click")', "ex1.1", "0.5", "1", "'-1 is wrong"]
+
+
+def test_tampering_with_otter_or_the_library_is_flagged():
+    honest = {"cells": [{"cell_type": "code", "source": "x = np.ones(3)\nW = sh.toeplitz_operator(K, 4)"}]}
+    assert otter_grade.suspicious(honest) == []
+    for code, what in [("import otter.execute", "mentions Otter"),
+                       ("sh.LinearSSM.interaction = lambda self, X: 0", "assigns to an attribute"),
+                       ("ssmheads.exercises.check_ema_operator = lambda f: True", "assigns to an attribute"),
+                       ("open('../source/tests/ex1.1.py', 'w')", "grading folder"),
+                       ("setattr(np, 'allclose', lambda *a, **k: True)", "rewires")]:
+        found = otter_grade.suspicious({"cells": [{"cell_type": "code", "source": code}]})
+        assert found and what in found[0], (code, found)
 
 
 def test_a_failed_tests_message_keeps_the_error_not_the_tests_source():
@@ -101,6 +136,10 @@ def test_a_grading_command_without_submissions_says_what_is_wrong(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "otter_grade.py"), str(tmp_path / "nowhere")],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "SUBMISSIONS" in done.stderr and "is not a folder" in done.stderr
+    (tmp_path / "grades.csv").write_text("student,question,score,max,message\nada,ex1.4,3,4,by hand\n")
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "otter_grade.py"), str(tmp_path),
+                           "--out", str(tmp_path / "grades.csv")], capture_output=True, text=True)
+    assert done.returncode == 2 and "exists (hand-graded scores may be in it)" in done.stderr
 
 
 def test_the_master_solution_cell_holds_the_books_answer_inside_the_stub():
@@ -125,8 +164,12 @@ def test_grading_skips_only_what_no_answer_can_need():
         "scale = 3\nfig = draw()",                               # 2 binds scale, which an answer reads
         "scale = scale * 2\nnoise = np.ones(9)",                 # 3 rebinds it, reading it: kept, and 2 too
         "slow = expensive()\nplot(slow)",                        # 4 nothing later needs it: skipped
-        "from ssmheads.widgets import explorer\nexplorer()")]    # 5 mixed import and work: skipped
-    assert make_otter.cells_to_skip(cells, {"scale", "np"}) == {4, 5}
+        "from ssmheads.widgets import explorer\nexplorer()",    # 5 imports a tool: kept
+        "def gordan(K):\n    return linprog(K) + tol\nsweep = run(gordan)",  # 6 a tool: kept, with what it reads
+        "tol = 1e-9\nbig = heavy()",                            # 7 binds tol, which gordan reads: kept
+        "result = sweep * 2")]                                   # 8 reads a tool cell's computation: skipped
+    cells.insert(6, cells.pop(7))                                # (7 must come before the tool that reads it)
+    assert make_otter.cells_to_skip(cells, {"scale", "np"}) == {4, 8}
     assert make_otter._reads("def f(n):\n    a = n\n    a /= 2\n    return a * TOL\nk += 1\ny = f(2)") == {"TOL", "k"}
 
 
@@ -173,11 +216,17 @@ def graded(otter_dir, tmp_path_factory):
         stem = path.stem
         nbformat.write(_read(otter_dir / stem / "autograder" / path.name), folder / f"reference-{stem}.ipynb")
         nbformat.write(_read(otter_dir / stem / "student" / path.name), folder / f"untouched-{stem}.ipynb")
+    # The guide's worked example: Ada answers everything, Blaise hands in the untouched
+    # notebook, Carl forgets the factor 1 - gamma of Exercise 1.1 and answers the rest.
     stem = CHAPTERS[0].stem
-    planted = make_otter.answered(_read(otter_dir / stem / "student" / f"{stem}.ipynb"),
-                                  _read(otter_dir / stem / "master" / f"{stem}.ipynb"),
-                                  {"ex-ema": EMA_WITHOUT_ONE_MINUS_GAMMA})
-    nbformat.write(planted, folder / "planted.ipynb")
+    student = _read(otter_dir / stem / "student" / f"{stem}.ipynb")
+    master = _read(otter_dir / stem / "master" / f"{stem}.ipynb")
+    nbformat.write(make_otter.answered(student, master, prose="(an answer in prose)"), folder / "ada.ipynb")
+    nbformat.write(student, folder / "blaise.ipynb")
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": EMA_WITHOUT_ONE_MINUS_GAMMA}), folder / "carl.ipynb")
+    # Mallory makes the check and the hidden test's reference agree with zeros; Renata renames her function.
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": TAMPERED}), folder / "mallory.ipynb")
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": RENAMED}), folder / "renata.ipynb")
     out = folder / "grades.csv"
     done = subprocess.run([str(OTTER_PYTHON), str(ROOT / "tools" / "otter_grade.py"), str(folder),
                            "--out", str(out), "--otter-dir", str(otter_dir)],
@@ -185,7 +234,7 @@ def graded(otter_dir, tmp_path_factory):
     assert done.returncode == 0, done.stdout + done.stderr
     with open(out, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    seconds = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\S+): .*\[([\d.]+) s\]$", done.stdout, re.M)}
+    seconds = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\S+): .*?\[([\d.]+) s\]", done.stdout, re.M)}
     return rows, seconds, done.stdout
 
 
@@ -260,11 +309,12 @@ def test_an_untouched_student_notebook_scores_zero(graded, otter_dir):
         auto = [r for r in mine if r["score"] != ""]
         assert auto and all(float(r["score"]) == 0 for r in auto), auto
         assert all("NOT ATTEMPTED YET" in r["message"] and "hidden:" in r["message"] for r in auto), auto
+        assert not any("CHECK THE CODE" in r["message"] for r in mine)   # the chapter's own code is not flagged
 
 
 def test_a_planted_wrong_answer_fails_its_question_with_a_helpful_message(graded):
     rows, _, _ = graded
-    mine = {r["question"]: r for r in rows if r["student"] == "planted"}
+    mine = {r["question"]: r for r in rows if r["student"] == "carl"}
     ema = mine["ex1.1"]
     assert float(ema["score"]) == 0
     assert "ema_operator(" in ema["message"] and "should be" in ema["message"], ema["message"]
@@ -273,10 +323,39 @@ def test_a_planted_wrong_answer_fails_its_question_with_a_helpful_message(graded
     assert float(mine["ex1.3"]["score"]) == float(mine["ex1.3"]["max"])
 
 
+def test_a_submission_that_tampers_with_grading_is_flagged_and_a_renamed_function_explained(graded):
+    rows, _, printed = graded
+    mallory = {r["question"]: r for r in rows if r["student"] == "mallory"}
+    assert mallory["ex1.1"]["message"].startswith("CHECK THE CODE: cell ")
+    assert "assigns to an attribute of a library module" in mallory["ex1.1"]["message"]
+    assert re.search(r"^mallory: .* CHECK THE CODE$", printed, re.M)
+    renata = {r["question"]: r for r in rows if r["student"] == "renata"}
+    assert float(renata["ex1.1"]["score"]) == 0
+    assert "ema_operator is not defined when your notebook runs" in renata["ex1.1"]["message"]
+    assert float(renata["ex1.2"]["score"]) == float(renata["ex1.2"]["max"])
+
+
 def test_grading_one_submission_takes_at_most_15_seconds(graded):
     _, seconds, printed = graded
-    assert len(seconds) == 2 * len(CHAPTERS) + 1, printed
+    assert len(seconds) == 2 * len(CHAPTERS) + 5, printed
     assert max(seconds.values()) < 15, seconds   # the budget is 30 s; two submissions ran at once
+
+
+def test_the_guides_worked_example_is_what_grading_writes(graded):
+    rows, _, _ = graded
+    guide = (ROOT / "book" / "instructors.md").read_text()
+    block = re.search(r"A worked example:.*?```text\n(.*?)```", guide, re.S).group(1)
+    shown = list(csv.DictReader(block.splitlines()))
+    assert {r["student"] for r in shown} == {"ada", "blaise", "carl"}
+
+    def cut(message: str) -> str:     # the guide cuts the hidden tests' messages
+        return re.sub(r"\| hidden: .*$", "| hidden: …", message)
+
+    graded_rows = [{**r, "message": cut(r["message"])} for r in rows
+                   if r["student"] in ("ada", "blaise", "carl") and r["score"] != ""]
+    assert shown == graded_rows
+    by_hand = [r for r in rows if r["student"] == "ada" and r["score"] == ""]
+    assert by_hand and all(r["message"] == "graded by hand" for r in by_hand)
 
 
 def _hidden_lines() -> list[str]:

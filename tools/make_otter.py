@@ -255,10 +255,10 @@ def load_hidden(path: Path) -> dict[str, list[str]]:
     return {label: [textwrap.dedent(inspect.getsource(f)) for f in functions] for label, functions in tests.items()}
 
 
-def _test_cell(source: str, hidden: bool, failure: str | None = None) -> nbformat.NotebookNode:
+def _test_cell(source: str, hidden: bool, points: float | None = None) -> nbformat.NotebookNode:
     config = [f"hidden: {'true' if hidden else 'false'}"]
-    if failure:
-        config.append(f"failure_message: {json.dumps(failure)}")
+    if points is not None:
+        config.append(f"points: {points}")
     return nbformat.v4.new_code_cell('""" # BEGIN TEST CONFIG\n' + "\n".join(config)
                                      + '\n""" # END TEST CONFIG\n' + source.rstrip("\n"))
 
@@ -273,6 +273,8 @@ def visible_test(stub: str, where: str) -> str:
     check = calls[0].func.id
     return (f"def test_{check.removeprefix('check_')}({func.name}):\n"
             f"    from ssmheads.exercises import {check}\n"
+            f"    assert {func.name} is not None, \"{func.name} is not defined when your notebook runs: \" \\\n"
+            f"        \"did its cell raise an error, or was the function renamed?\"\n"
             f"    result = {check}({func.name})\n"
             f"    assert result, str(result)\n")
 
@@ -323,14 +325,7 @@ def _reads(code: str) -> set[str]:
     import symtable
 
     table = symtable.symtable(code, "<cell>", "exec")
-    free: set[str] = set()
-
-    def walk(t):
-        for child in t.get_children():
-            free.update(s.get_name() for s in child.get_symbols() if s.is_referenced() and s.is_global())
-            walk(child)
-
-    walk(table)
+    free = _nested_globals(table)
     tree = ast.parse(code)
     top = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
     augmented = {n.target.id for n in _top_level_nodes(tree)
@@ -338,15 +333,34 @@ def _reads(code: str) -> set[str]:
     return (free | top | augmented) - (_top_level_stores(tree) - augmented)
 
 
+def _nested_globals(table) -> set[str]:
+    """The global names read inside the functions, classes, lambdas and comprehensions of a symbol table."""
+    free: set[str] = set()
+    for child in table.get_children():
+        free.update(s.get_name() for s in child.get_symbols() if s.is_referenced() and s.is_global())
+        free |= _nested_globals(child)
+    return free
+
+
+def _function_reads(code: str) -> set[str]:
+    """The global names that the functions (and classes) defined in ``code`` read when called."""
+    import symtable
+
+    return _nested_globals(symtable.symtable(code, "<cell>", "exec")) - _top_level_stores(ast.parse(code))
+
+
 def cells_to_skip(cells: list, needed: set[str]) -> set[int]:
     """Indices of the code cells that grading can skip, among ``cells`` outside the questions.
 
-    The first code cell (the set-up cell, which installs ``ssmheads`` where it is missing)
-    is always kept. Grading must run what an answer can use: every cell that only imports and defines
-    functions or classes (the set-up and import cells, the chapter's tools: cheap to run),
-    and every cell that binds a name that an answer or a kept cell reads (``needed``, closed
-    backwards through the chapter). The rest (computations for the text, figures,
-    explorers, listings) is skipped; the students' notebook says so.
+    Grading must run what an answer can use. It keeps the first code cell (the set-up cell,
+    which installs ``ssmheads`` where it is missing); every cell that imports something or
+    defines a function or class (the chapter's tools, which an answer may call: an answer
+    that uses ``linprog`` because a chapter cell imported it must still work); and every
+    cell that binds a name that an answer or a kept cell needs (``needed``), closed
+    backwards through the chapter. A cell kept for its tools adds to ``needed`` only what
+    its functions read, so that it does not pull in the computations around it. The rest
+    (computations for the text, figures, listings) is skipped; the students' notebook
+    says so.
     """
     needed = set(needed)
     skip = set()
@@ -359,9 +373,10 @@ def cells_to_skip(cells: list, needed: set[str]) -> set[int]:
             tree = ast.parse(cell.source)
         except SyntaxError:      # an IPython magic: keep it, it may set something up
             continue
-        only_tools = all(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) for n in tree.body)
-        if only_tools or _top_level_stores(tree) & needed:
+        if _top_level_stores(tree) & needed:
             needed |= _reads(cell.source)
+        elif any(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) for n in tree.body):
+            needed |= _function_reads(cell.source)
         else:
             skip.add(index)
     return skip
@@ -379,9 +394,9 @@ def question_name(number: str, written: bool = False) -> str:
 
 
 def asks_in_prose(prompt: str) -> bool:
-    """Whether an exercise's text asks a question the check does not test (a question mark in the prose)."""
+    """Whether an exercise's text asks for more than code: a question mark, or "show", "explain", "prove"."""
     prose = re.sub(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", "", prompt, flags=re.S)
-    return "?" in prose
+    return "?" in prose or bool(re.search(r"\b(show|explain|prove)\b", prose, re.I))
 
 
 @dataclass
@@ -391,6 +406,8 @@ class Question:
     number: str
     points: int
     manual: bool
+    function: str = ""   # an auto-graded question: the stub's function, which the tests call
+    tests: int = 0       # an auto-graded question: its test cases (one visible, the rest hidden)
 
 
 INTRO = (
@@ -398,13 +415,28 @@ INTRO = (
     "auto-checked exercise (✓) has a code cell with a stub: replace its `...` with your code and "
     "run the cell; the check prints whether your function passes its visible cases. The "
     "questions asked in prose, and every other exercise, are answered in the Markdown cell that "
-    "says *Type your answer here*, with any computation in the code cell after it. Then submit "
-    "this `.ipynb` file.\n\n"
-    "How it is graded: each function is run again on its visible cases and on hidden ones; your "
-    "prose answers are read by a person. Grading runs the set-up and import cells at the top and "
-    "your answer cells, not the chapter's own computations, so write each function to use its "
-    "arguments and the imports at the top (`np`, `sh`, ...), and import anything else you need "
-    "in your answer cell. Do not rename the stubs' functions or delete cells.")
+    "says *Type your answer here*, with any computation in the code cell after it. Each exercise "
+    "shows its points. Then submit this `.ipynb` file.\n\n"
+    "How it is graded: each function is run again, on hidden cases; passing the visible ones is "
+    "not enough. Your prose answers, and the code cells marked *read by hand*, are read by a "
+    "person. To grade quickly, the grader runs only the set-up and import cells, the cells that "
+    "import or define the chapter's tools, and your stubs; it skips the chapter's other "
+    "computations. So write each function to use its arguments and what the chapter imported or "
+    "defined (`np`, `sh`, `systems`, a function defined in a cell above), not a result the "
+    "chapter computed, and import anything else in your answer cell. Keep the stubs' function "
+    "names, do not delete cells, and make sure the notebook runs from top to bottom: a stub that "
+    "never finishes, or stops the kernel, stops the grading of the whole notebook.")
+
+
+STUDENT_LINE = re.compile(r"Student version: the solutions are removed, .*?checks it\)\. ")
+
+
+def _with_note(title: str) -> str:
+    """The title cell with the assignment's note right under the line that says where it comes from."""
+    lines = title.split("\n")
+    k = next((i for i, ln in enumerate(lines) if ln.startswith("*Chapter")), 0)
+    lines[k] = STUDENT_LINE.sub("Assignment version: the solutions are removed. ", lines[k])
+    return "\n".join(lines[:k + 1] + ["", INTRO] + lines[k + 1:])
 
 
 def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | None = None):
@@ -425,6 +457,7 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
         "run_tests": True, "solutions_pdf": False, "template_pdf": False,
         "python_version": "3.11",
         "requirements": "requirements.txt",
+        "show_question_points": True,
         "tests": {"files": False, "ok_format": False},
         "generate": {"pdf": False, "show_stdout": False, "show_hidden": False},
     }
@@ -441,12 +474,10 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
     for cell in student.cells:
         label = cell.metadata.get("exercise_stub") or cell.metadata.get("exercise_work")
         if label is None:
-            cells.append(cell)
             if not titled and cell.cell_type == "markdown" and cell.source.startswith("# "):
-                intro = nbformat.v4.new_markdown_cell(INTRO)
-                intro.id = "otter-intro"
-                cells.append(intro)
+                cell.source = _with_note(cell.source)
                 titled = True
+            cells.append(cell)
             continue
         prompt = cells.pop()
         if prompt.cell_type != "markdown":
@@ -460,12 +491,15 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
             stub = stubs[label]
             code = _gated_code(chapter, label)
             written = asks_in_prose(prompt.source)
-            auto = Question(question_name(number), label, number, points // 2 if written else points, False)
+            auto = Question(question_name(number), label, number, points // 2 if written else points, False,
+                            function=_stub_function(stub, where).name, tests=1 + len(hidden.get(label, [])))
             answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where), metadata=dict(cell.metadata))
             answer.id = cell.id
             cells += [_raw(f"# BEGIN QUESTION\nname: {auto.name}\npoints: {auto.points}\ncheck_cell: false"),
                       prompt, _raw("# BEGIN SOLUTION"), answer, _raw("# END SOLUTION"), _raw("# BEGIN TESTS"),
-                      _test_cell(visible_test(stub, where), hidden=False)]
+                      # The visible test is feedback (students run it themselves); the points
+                      # are on the hidden tests, so passing only the visible cases earns none.
+                      _test_cell(visible_test(stub, where), hidden=False, points=0)]
             if label not in hidden or not hidden[label]:
                 raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
             cells += [_test_cell(source, hidden=True) for source in hidden[label]]
@@ -477,10 +511,13 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
                     f"**Exercise {number}, in prose.** Answer here the questions of Exercise {number} "
                     "that the check does not test.")
                 ask.id = f"ask-{label}"[:64]
+                work = nbformat.v4.new_code_cell(f"# Exercise {number}, in prose: your work (read by hand)\n",
+                                                 metadata={"exercise_work": label, "tags": [IGNORE_TAG]})
+                work.id = f"work-prose-{label}"[:64]
                 cells += [_raw(f"# BEGIN QUESTION\nname: {prose.name}\nmanual: true\npoints: {prose.points}"),
                           ask, _raw("# BEGIN SOLUTION"),
                           *[nbformat.v4.new_markdown_cell(t) for t in solution.text if t.strip()],
-                          _raw("# END SOLUTION"), _raw("# END QUESTION")]
+                          work, _raw("# END SOLUTION"), _raw("# END QUESTION")]
                 questions.append(prose)
             continue
         manual = Question(question_name(number), label, number, points, True)
@@ -489,6 +526,9 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
             + ("# BEGIN SOLUTION NO PROMPT\n" + "\n\n".join(solution.code) + "\n# END SOLUTION"
                if solution.code else ""), metadata=dict(cell.metadata))
         work.id = cell.id
+        # Read by hand, from the submitted notebook's own outputs: grading does not run it
+        # (a slow computation there would hold up the grading of the whole notebook).
+        work.metadata["tags"] = [*work.metadata.get("tags", []), IGNORE_TAG]
         texts = [t for t in solution.text if t.strip()] or ["(The solution is in the code cell.)"]
         cells += [_raw(f"# BEGIN QUESTION\nname: {manual.name}\nmanual: true\npoints: {manual.points}"),
                   prompt, _raw("# BEGIN SOLUTION"), *[nbformat.v4.new_markdown_cell(t) for t in texts],
@@ -505,6 +545,16 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
     return master, questions
 
 
+def _commit(root: Path) -> str | None:
+    """The commit checked out in ``root``, if it is a git checkout."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    commit = done.stdout.strip()
+    return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
 def grading_requirements(root: Path = ROOT) -> str:
     """requirements.txt of the autograder: the runtime pins of requirements.txt and the library."""
     import yaml
@@ -516,10 +566,16 @@ def grading_requirements(root: Path = ROOT) -> str:
     url = (yaml.safe_load((root / "_config.yml").read_text()).get("repository") or {}).get("url")
     if not url:
         raise OtterError("_config.yml has no repository.url: the autograder installs ssmheads from it")
+    # From GitHub, the library comes as the repository's archive over HTTPS (no git needed in
+    # the grading image); from elsewhere, with git, as each chapter's set-up cell installs it.
+    github = re.match(r"^https://github\.com/[^/\s]+/[^/\s]+?/?$", url)
+    commit = _commit(root)
+    ref = commit or "HEAD"     # the library at the commit make otter ran from (push it first)
+    source = f"{url.rstrip('/')}/archive/{ref}.zip" if github else f"git+{url}" + (f"@{commit}" if commit else "")
     return ("# The grading environment beside Otter (written by tools/make_otter.py): the chapters'\n"
             "# runtime, pinned as in the book's requirements.txt, and the book's library.\n"
             + "".join(f"{name}=={pins[name]}\n" for name in RUNTIME)
-            + f"ssmheads @ git+{url}\n")
+            + f"ssmheads @ {source}\n")
 
 
 def _yaml(data) -> str:
@@ -579,9 +635,11 @@ def autograder_zip(out: Path, stem: str) -> Path:
 
 
 def finish_student_notebook(path: Path, reference) -> None:
-    """Give the listings of the library's source back their output (Otter clears every output).
+    """Give the listings of the library's source back their output, and keep answer cells from deletion.
 
-    The student notebook of ``make assignments`` keeps them: they are text of the chapter.
+    Otter clears every output; the student notebook of ``make assignments`` keeps the
+    listings' (they are text of the chapter). An answer cell that a student deletes is
+    an answer that grading cannot find.
     """
     nb = nbformat.read(path, as_version=4)
     listings = {c.id: c.outputs for c in reference.cells
@@ -589,6 +647,8 @@ def finish_student_notebook(path: Path, reference) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code" and cell.get("id") in listings:
             cell.outputs = listings[cell.id]
+        if "otter_answer_cell" in cell.metadata.get("tags", []):
+            cell.metadata["deletable"] = False     # grading looks for it; its text stays editable
     nbformat.validate(nb)
     nbformat.write(nb, path)
 
@@ -639,11 +699,7 @@ def make_all(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT, hidden
     return results
 
 
-def _shown(path: Path) -> Path:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
+_shown = assignments._shown   # a path relative to the working folder when it lies inside it
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -663,6 +719,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be at least 1, not {args.workers}")
     if not args.hidden.exists():
         parser.error(f"--hidden: {args.hidden} does not exist")
+    if not args.site_url:
+        print("note: without --site-url (make otter SITE_URL=...) the notebooks link to the full site, where "
+              "every solution is a click away; give the address of the students' site")
+    if "example-org" in grading_requirements():
+        print("note: the repository address is still the placeholder of _config.yml; the autograder "
+              "installs ssmheads from it (on Gradescope). Set it first: make repository URL=https://github.com/ORG/REPO")
     start = time.perf_counter()
     results = make_all(ROOT / "chapters", args.out.resolve(), args.hidden.resolve(), args.otter,
                        args.site_url, args.workers)
