@@ -16,7 +16,7 @@ NBVAL := MPLBACKEND=Agg $(BIN)/pytest --nbval --nbval-current-env --nbval-saniti
          -n $(NBVAL_WORKERS) --dist loadfile chapters/
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: otter otter-env grade test-otter pdf pdf-student test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
+.PHONY: otter otter-env grade answers test-otter pdf pdf-student test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -131,6 +131,13 @@ grade: $(OTTER_STAMP)
 	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)" \
 	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 	  $(if $(HIDE_HIDDEN),--hide-hidden-cases) $(if $(FORCE),--force)
+
+# The answers graded by hand, gathered by question: ANSWERS/<chapter>/<question>.md, student after student.
+ANSWERS ?= answers
+answers: $(OTTER_STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make answers SUBMISSIONS=folder [ANSWERS=answers] [CHAPTER=...] [FORCE=1]"; exit 2; }
+	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --answers "$(ANSWERS)" \
+	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
 
 # The assignments made and graded (tests/test_otter.py): runs when the instructors'
 # environment is installed (`make otter-env`; .ci/run installs it), says plainly that it

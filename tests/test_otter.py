@@ -235,7 +235,7 @@ def graded(otter_dir, tmp_path_factory):
     with open(out, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     seconds = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\S+): .*?\[([\d.]+) s\]", done.stdout, re.M)}
-    return rows, seconds, done.stdout
+    return rows, seconds, done.stdout, folder
 
 
 def _questions(otter_dir: Path, stem: str) -> list[dict]:
@@ -288,7 +288,7 @@ def test_the_untouched_student_notebook_runs_top_to_bottom(otter_dir):
 
 
 def test_the_reference_solutions_score_full_marks(graded, otter_dir):
-    rows, _, _ = graded
+    rows, _, _, _ = graded
     for path in CHAPTERS:
         mine = [r for r in rows if r["student"] == f"reference-{path.stem}"]
         auto = [q for q in _questions(otter_dir, path.stem) if not q["manual"]]
@@ -302,7 +302,7 @@ def test_the_reference_solutions_score_full_marks(graded, otter_dir):
 
 
 def test_an_untouched_student_notebook_scores_zero(graded, otter_dir):
-    rows, _, _ = graded
+    rows, _, _, _ = graded
     for path in CHAPTERS:
         mine = [r for r in rows if r["student"] == f"untouched-{path.stem}"]
         assert len(mine) == len(_questions(otter_dir, path.stem))
@@ -313,7 +313,7 @@ def test_an_untouched_student_notebook_scores_zero(graded, otter_dir):
 
 
 def test_a_planted_wrong_answer_fails_its_question_with_a_helpful_message(graded):
-    rows, _, _ = graded
+    rows, _, _, _ = graded
     mine = {r["question"]: r for r in rows if r["student"] == "carl"}
     ema = mine["ex1.1"]
     assert float(ema["score"]) == 0
@@ -324,7 +324,7 @@ def test_a_planted_wrong_answer_fails_its_question_with_a_helpful_message(graded
 
 
 def test_a_submission_that_tampers_with_grading_is_flagged_and_a_renamed_function_explained(graded):
-    rows, _, printed = graded
+    rows, _, printed, _ = graded
     mallory = {r["question"]: r for r in rows if r["student"] == "mallory"}
     assert mallory["ex1.1"]["message"].startswith("CHECK THE CODE: cell ")
     assert "assigns to an attribute of a library module" in mallory["ex1.1"]["message"]
@@ -336,13 +336,13 @@ def test_a_submission_that_tampers_with_grading_is_flagged_and_a_renamed_functio
 
 
 def test_grading_one_submission_takes_at_most_15_seconds(graded):
-    _, seconds, printed = graded
+    _, seconds, printed, _ = graded
     assert len(seconds) == 2 * len(CHAPTERS) + 5, printed
     assert max(seconds.values()) < 15, seconds   # the budget is 30 s; two submissions ran at once
 
 
 def test_the_guides_worked_example_is_what_grading_writes(graded):
-    rows, _, _ = graded
+    rows, _, _, _ = graded
     guide = (ROOT / "book" / "instructors.md").read_text()
     block = re.search(r"A worked example:.*?```text\n(.*?)```", guide, re.S).group(1)
     shown = list(csv.DictReader(block.splitlines()))
@@ -356,6 +356,18 @@ def test_the_guides_worked_example_is_what_grading_writes(graded):
     assert shown == graded_rows
     by_hand = [r for r in rows if r["student"] == "ada" and r["score"] == ""]
     assert by_hand and all(r["message"] == "graded by hand" for r in by_hand)
+
+
+def test_the_answers_read_by_hand_are_gathered_by_question(graded, otter_dir, tmp_path):
+    *_, folder = graded
+    written = otter_grade.collect_answers(folder, tmp_path / "answers", otter_dir)
+    stem = CHAPTERS[0].stem
+    manual = [q["name"] for q in _questions(otter_dir, stem) if q["manual"]]
+    assert sorted(p.stem for p in written if p.parent.name == stem) == sorted(manual)
+    text = (tmp_path / "answers" / stem / f"{manual[0]}.md").read_text()
+    assert "### ada\n\n(an answer in prose)" in text and "### blaise\n\n_Type your answer here" in text
+    with pytest.raises(FileExistsError):
+        otter_grade.collect_answers(folder, tmp_path / "answers", otter_dir)
 
 
 def _hidden_lines() -> list[str]:

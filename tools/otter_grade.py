@@ -37,6 +37,10 @@ the attributes of the library's modules. It cannot prove that a score is honest.
 
 The CSV is not overwritten (hand-graded scores may have been entered in it) unless
 ``--force`` is given. Cells that a spreadsheet would read as a formula are prefixed with ``'``.
+
+``--answers DIR`` grades nothing: it gathers the answers to each question graded by hand
+into ``DIR/<chapter>/<question>.md``, student after student (``make answers``), to be read
+one question at a time across the class.
 """
 from __future__ import annotations
 
@@ -344,6 +348,63 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
     return rows
 
 
+# --------------------------------------------------------------------------- answers read by hand
+
+def collect_answers(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, chapter: str | None = None,
+                    force: bool = False) -> list[Path]:
+    """Write, for each question graded by hand, one Markdown file with every student's answer to it.
+
+    ``out/<chapter>/<question>.md`` holds, student by student, the *Type your answer here*
+    cell and the code of the *read by hand* cell (with its printed output), so that a
+    grader reads one question across the class instead of one notebook at a time.
+    Returns the files written.
+    """
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise FileExistsError(f"{out} is not empty: give another folder, or --force")
+    sections: dict[tuple[str, str], list[str]] = {}
+    for student, notebook, problem in submissions(folder):
+        named, reason = (None, problem) if notebook is None else assignment_of(notebook)
+        name = chapter or named
+        if name is None or not _known(name, otter_dir):
+            print(f"{student}: {NOT_GRADED} ({reason or f'unknown assignment {name!r}'})")
+            continue
+        cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+        ids = [c.get("id", "") for c in cells]
+        for q in json.loads((Path(otter_dir) / name / "source.json").read_text())["questions"]:
+            if not q["manual"]:
+                continue
+            work = f"work-prose-{q['label']}" if q["name"].endswith("-written") else f"work-{q['label']}"
+            text = f"### {student}\n\n"
+            if work in ids:
+                k = ids.index(work)
+                prose = cells[k - 1] if k and cells[k - 1].get("cell_type") == "markdown" else None
+                text += (_text(prose) if prose else "*(no answer cell)*") + "\n\n"
+                code = _text(cells[k]).strip()
+                printed = "".join(_text(o) for o in cells[k].get("outputs", []) if o.get("output_type") == "stream")
+                if "\n" in code or not code.startswith("# Exercise"):
+                    text += f"```python\n{code}\n```\n\n"
+                if printed.strip():
+                    text += f"```text\n{printed.strip()}\n```\n\n"
+            else:
+                text += "*(the answer cells of this question were deleted)*\n\n"
+            sections.setdefault((name, q["name"]), [f"# {q['name']} (Exercise {q['number']}), {q['points']} points, "
+                                                    "read by hand\n\n"]).append(text)
+    written = []
+    for (name, question), parts in sections.items():
+        path = out / name / f"{question}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(parts), encoding="utf-8")
+        written.append(path)
+    print(f"{len(written)} questions read by hand -> {out}/")
+    return written
+
+
+def _text(cell_or_output: dict) -> str:
+    text = cell_or_output.get("source", cell_or_output.get("text", ""))
+    return "".join(text) if isinstance(text, list) else text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", type=Path, help="the folder of submitted notebooks")
@@ -356,13 +417,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300, help="seconds per submission (default 300)")
     parser.add_argument("--hide-hidden-cases", action="store_true",
                         help="say only 'a hidden case failed' for hidden tests (for messages that go to students)")
-    parser.add_argument("--force", action="store_true", help="overwrite the CSV if it exists")
+    parser.add_argument("--force", action="store_true", help="overwrite the CSV (or the --answers folder)")
+    parser.add_argument("--answers", type=Path, metavar="DIR",
+                        help="instead of grading, write each hand-graded question's answers, student by "
+                             "student, to DIR/<chapter>/<question>.md")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, not {args.workers}")
     if not args.timeout > 0:
         parser.error(f"--timeout must be positive, not {args.timeout}")
     try:
+        if args.answers:
+            collect_answers(args.submissions, args.answers, args.otter_dir, args.chapter, args.force)
+            return 0
         grade_folder(args.submissions, args.out, args.otter_dir, args.chapter, args.workers, args.timeout,
                      hide_hidden=args.hide_hidden_cases, force=args.force)
     except (FileNotFoundError, FileExistsError, ValueError) as error:
