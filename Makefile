@@ -141,11 +141,13 @@ answers: $(OTTER_STAMP)
 
 # The assignments made and graded (tests/test_otter.py): runs when the instructors'
 # environment is installed (`make otter-env`; .ci/run installs it), says plainly that it
-# skipped when not.
+# skipped when not. It makes them in _build/otter-test, so that it never replaces the
+# assignments an instructor made with `make otter` (with private hidden tests, a site address).
 test-otter: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \
 	  echo "test-otter: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
-	$(MAKE) --no-print-directory otter && OTTER_REQUIRED=1 $(BIN)/pytest -q tests/test_otter.py
+	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test && \
+	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py
 
 test-site: $(STAMP)
 	$(BIN)/python tools/site_check.py --allow-missing-browser

@@ -17,7 +17,7 @@ For each chapter notebook in chapters/ this writes
     exactly; its tests are one *visible* test, the chapter's check (the cases a student's
     own ``check_...`` call runs), and the *hidden* tests of ``instructors/hidden_tests.py``
     (new cases, in the master and the autograder only). If the exercise also asks questions
-    in prose (its text has a question mark), a manually graded question follows for them;
+    in prose (a question mark, or "show", "explain", "prove"), a graded-by-hand question follows;
   - every other exercise becomes a **manually graded** question: a Markdown answer cell and
     a code cell for the student's work; the master holds the book's solution;
   - points from the difficulty (``"exercise"`` metadata): 2, 4 or 6 points for ★☆☆, ★★☆,
@@ -342,13 +342,6 @@ def _nested_globals(table) -> set[str]:
     return free
 
 
-def _function_reads(code: str) -> set[str]:
-    """The global names that the functions (and classes) defined in ``code`` read when called."""
-    import symtable
-
-    return _nested_globals(symtable.symtable(code, "<cell>", "exec")) - _top_level_stores(ast.parse(code))
-
-
 def cells_to_skip(cells: list, needed: set[str]) -> set[int]:
     """Indices of the code cells that grading can skip, among ``cells`` outside the questions.
 
@@ -356,11 +349,10 @@ def cells_to_skip(cells: list, needed: set[str]) -> set[int]:
     which installs ``ssmheads`` where it is missing); every cell that imports something or
     defines a function or class (the chapter's tools, which an answer may call: an answer
     that uses ``linprog`` because a chapter cell imported it must still work); and every
-    cell that binds a name that an answer or a kept cell needs (``needed``), closed
-    backwards through the chapter. A cell kept for its tools adds to ``needed`` only what
-    its functions read, so that it does not pull in the computations around it. The rest
-    (computations for the text, figures, listings) is skipped; the students' notebook
-    says so.
+    cell that binds a name that an answer or a kept cell reads (``needed``), closed
+    backwards through the chapter, so that every kept cell runs without a NameError. The
+    rest (the cells that only compute or draw for the text, and listings) is skipped; the
+    students' notebook says so.
     """
     needed = set(needed)
     skip = set()
@@ -373,10 +365,9 @@ def cells_to_skip(cells: list, needed: set[str]) -> set[int]:
             tree = ast.parse(cell.source)
         except SyntaxError:      # an IPython magic: keep it, it may set something up
             continue
-        if _top_level_stores(tree) & needed:
+        if _top_level_stores(tree) & needed or \
+                any(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) for n in tree.body):
             needed |= _reads(cell.source)
-        elif any(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)) for n in tree.body):
-            needed |= _function_reads(cell.source)
         else:
             skip.add(index)
     return skip
@@ -415,13 +406,13 @@ INTRO = (
     "auto-checked exercise (✓) has a code cell with a stub: replace its `...` with your code and "
     "run the cell; the check prints whether your function passes its visible cases. The "
     "questions asked in prose, and every other exercise, are answered in the Markdown cell that "
-    "says *Type your answer here*, with any computation in the code cell after it. Each exercise "
+    "says *Type your answer here*, with any computation in the code cell after it. Each question "
     "shows its points. Then submit this `.ipynb` file.\n\n"
     "How it is graded: each function is run again, on hidden cases; passing the visible ones is "
     "not enough. Your prose answers, and the code cells marked *read by hand*, are read by a "
-    "person. To grade quickly, the grader runs only the set-up and import cells, the cells that "
-    "import or define the chapter's tools, and your stubs; it skips the chapter's other "
-    "computations. So write each function to use its arguments and what the chapter imported or "
+    "person. To grade quickly, the grader runs the set-up cell, the cells that import or define "
+    "the chapter's tools (and the cells they need), and your stubs; it skips the cells that only "
+    "compute or draw for the text. So write each function to use its arguments and what the chapter imported or "
     "defined (`np`, `sh`, `systems`, a function defined in a cell above), not a result the "
     "chapter computed, and import anything else in your answer cell. Keep the stubs' function "
     "names, do not delete cells, and make sure the notebook runs from top to bottom: a stub that "
@@ -722,6 +713,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.site_url:
         print("note: without --site-url (make otter SITE_URL=...) the notebooks link to the full site, where "
               "every solution is a click away; give the address of the students' site")
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "lib", "pyproject.toml"],
+                           capture_output=True, text=True).stdout.strip()
+    if dirty:
+        print("note: lib/ or pyproject.toml has uncommitted changes; the autograder installs the library at "
+              "the last commit (commit and push them first)")
     if "example-org" in grading_requirements():
         print("note: the repository address is still the placeholder of _config.yml; the autograder "
               "installs ssmheads from it (on Gradescope). Set it first: make repository URL=https://github.com/ORG/REPO")

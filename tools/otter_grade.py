@@ -106,6 +106,9 @@ def submissions(folder: Path) -> list[tuple[str, Path | None, str]]:
     if not folder.is_dir():
         raise FileNotFoundError(f"SUBMISSIONS: {folder} is not a folder")
     found: list[tuple[str, Path | None, str]] = [(p.stem, p, "") for p in folder.glob("*.ipynb")]
+    found += [(p.stem, None, f"{NOT_GRADED}: {p.name} is not a notebook (.ipynb)") for p in folder.iterdir()
+              if p.is_file() and p.suffix != ".ipynb" and not p.name.startswith(".")
+              and p.stem not in {q.stem for q in folder.glob("*.ipynb")}]
     for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
         notebooks = sorted(q for q in sub.glob("*.ipynb") if ".ipynb_checkpoints" not in q.parts)
         if len(notebooks) == 1:
@@ -113,6 +116,10 @@ def submissions(folder: Path) -> list[tuple[str, Path | None, str]]:
         elif notebooks:
             found.append((sub.name, None, f"{NOT_GRADED}: {len(notebooks)} notebooks in {sub.name}/ "
                                           f"({', '.join(q.name for q in notebooks)}); keep the one to grade"))
+        else:
+            others = sorted(q.name for q in sub.iterdir() if not q.name.startswith("."))
+            found.append((sub.name, None, f"{NOT_GRADED}: no notebook (.ipynb) in {sub.name}/"
+                                          + (f" (found {', '.join(others[:3])})" if others else "")))
     names = [s for s, _, _ in found]
     twice = {s for s in names if names.count(s) > 1}
     found = [f for f in found if f[0] not in twice] + \
@@ -209,16 +216,23 @@ def _otter() -> Path:
     return Path(found)
 
 
+def _answer_cell(cells: list, label: str, key: str, cell_id: str) -> dict | None:
+    """The answer cell of exercise ``label``: by its id, or by its metadata (``key``) if a front end renumbered ids."""
+    for cell in cells:
+        if cell.get("id") == cell_id:
+            return cell
+    return next((c for c in cells if (c.get("metadata") or {}).get(key) == label), None)
+
+
 def _prepared(notebook: Path, chapter: str, questions: list[dict]) -> tuple[dict, dict[str, str]]:
     """The notebook to grade (chapter named in its metadata, answer cells not skipped) and notes per question."""
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     nb.setdefault("metadata", {}).setdefault("otter", {})["assignment_name"] = chapter
     notes: dict[str, str] = {}
-    ids = {cell.get("id"): cell for cell in nb["cells"]}
     for q in questions:
         if q["manual"]:
             continue
-        cell = ids.get(f"stub-{q['label']}")
+        cell = _answer_cell(nb["cells"], q["label"], "exercise_stub", f"stub-{q['label']}")
         if cell is None:
             notes[q["name"]] = f"the answer cell of Exercise {q['number']} was deleted or replaced"
             continue
@@ -276,6 +290,10 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
             return every(0, f"grading stopped after {timeout:g} s: the notebook did not finish (an answer "
                             "that never returns?)"), timeout, "timeout"
         pickled = copy.parent / "results.pkl"     # otter run -p writes it to its working folder
+        if "DeadKernelError" in done.stderr + done.stdout:
+            return every(0, "the kernel died while the notebook ran (an answer that exits, or runs out of "
+                            f"memory): {_one_line(_last_error(done.stderr or done.stdout))}"), \
+                time.perf_counter() - start, "timeout"
         if done.returncode != 0 or not pickled.exists():
             return every("", f"{NOT_GRADED}: otter run failed: {_one_line(_last_error(done.stderr or done.stdout))}"), \
                 time.perf_counter() - start, "not graded"
@@ -321,7 +339,8 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         graded = list(pool.map(grade, found))
-    # A timeout with another notebook running beside it may be the machine's load: grade it again, alone.
+    # A timeout or a dead kernel with another notebook running beside it may be the machine's load
+    # (time, memory): grade it again, alone.
     for k, (item, result) in enumerate(zip(found, graded)):
         if result[2] == "timeout" and workers > 1:
             graded[k] = grade(item)
@@ -364,28 +383,34 @@ def collect_answers(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR
         raise FileExistsError(f"{out} is not empty: give another folder, or --force")
     sections: dict[tuple[str, str], list[str]] = {}
     for student, notebook, problem in submissions(folder):
-        named, reason = (None, problem) if notebook is None else assignment_of(notebook)
+        if notebook is None:
+            print(f"{student}: {problem}")
+            continue
+        named, reason = assignment_of(notebook)
         name = chapter or named
-        if name is None or not _known(name, otter_dir):
-            print(f"{student}: {NOT_GRADED} ({reason or f'unknown assignment {name!r}'})")
+        if (reason and not (chapter and "metadata" in reason)) or not _known(name, otter_dir):
+            print(f"{student}: {NOT_GRADED}: {notebook.name} {reason or f'is for the unknown assignment {name!r}'}")
             continue
         cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
-        ids = [c.get("id", "") for c in cells]
         for q in json.loads((Path(otter_dir) / name / "source.json").read_text())["questions"]:
             if not q["manual"]:
                 continue
             work = f"work-prose-{q['label']}" if q["name"].endswith("-written") else f"work-{q['label']}"
             text = f"### {student}\n\n"
-            if work in ids:
-                k = ids.index(work)
+            found = [k for k, c in enumerate(cells) if c.get("id") == work] or \
+                [k for k, c in enumerate(cells) if c.get("cell_type") == "code"
+                 and (c.get("metadata") or {}).get("exercise_work") == q["label"]
+                 and ("prose" in _text(c)) == q["name"].endswith("-written")]
+            if found:
+                k = found[0]
                 prose = cells[k - 1] if k and cells[k - 1].get("cell_type") == "markdown" else None
                 text += (_text(prose) if prose else "*(no answer cell)*") + "\n\n"
                 code = _text(cells[k]).strip()
-                printed = "".join(_text(o) for o in cells[k].get("outputs", []) if o.get("output_type") == "stream")
+                printed = "".join(_shown_output(o) for o in cells[k].get("outputs", []))
                 if "\n" in code or not code.startswith("# Exercise"):
                     text += f"```python\n{code}\n```\n\n"
                 if printed.strip():
-                    text += f"```text\n{printed.strip()}\n```\n\n"
+                    text += f"Output:\n\n```text\n{printed.strip()}\n```\n\n"
             else:
                 text += "*(the answer cells of this question were deleted)*\n\n"
             sections.setdefault((name, q["name"]), [f"# {q['name']} (Exercise {q['number']}), {q['points']} points, "
@@ -398,6 +423,19 @@ def collect_answers(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR
         written.append(path)
     print(f"{len(written)} questions read by hand -> {out}/")
     return written
+
+
+def _shown_output(output: dict) -> str:
+    """What a cell's output shows, as text: printed text, a result's text, or a marker for a figure."""
+    if output.get("output_type") == "stream":
+        return _text(output)
+    data = output.get("data") or {}
+    if any(key.startswith("image/") for key in data):
+        return "[a figure: see the notebook]\n"
+    if output.get("output_type") == "error":
+        return f"{output.get('ename', 'Error')}: {output.get('evalue', '')}\n"
+    plain = data.get("text/plain", "")
+    return ("".join(plain) if isinstance(plain, list) else plain) + "\n"
 
 
 def _text(cell_or_output: dict) -> str:
