@@ -420,11 +420,6 @@ class StaleOtter(ValueError):
 DEFAULT_OTTER = ROOT / "_build" / "otter"
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def otter_notebooks(chapters: Path, otter_dir: Path, site_url: str | None = None) -> Path | None:
     """``otter_dir`` if ``make otter`` wrote a current student notebook there for every chapter.
 
@@ -438,7 +433,13 @@ def otter_notebooks(chapters: Path, otter_dir: Path, site_url: str | None = None
     paths = sorted(Path(chapters).glob("*.ipynb"))
     if not any((otter_dir / p.stem / "source.json").exists() for p in paths):
         return None
-    generator = _sha256(Path(__file__).resolve().parent / "make_otter.py")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        import make_otter   # imported here: it imports this module
+    finally:
+        sys.path.pop(0)
+    _sha256 = make_otter.file_hash
+    generator = _sha256(Path(make_otter.__file__))
     problems = []
     for p in paths:
         record, notebook = otter_dir / p.stem / "source.json", otter_dir / p.stem / "student" / f"{p.stem}.ipynb"

@@ -124,6 +124,15 @@ def _calls_check(node: ast.AST) -> bool:
                for n in ast.walk(node))
 
 
+def _before_check(code: str, where: str) -> list[ast.stmt]:
+    """The top-level statements of a solution cell before the one that calls its ``check_...``."""
+    tree = ast.parse(code)
+    for k, node in enumerate(tree.body):
+        if _calls_check(node):
+            return tree.body[:k]
+    raise OtterError(f"{where}: the solution cell never calls its check_... function")
+
+
 def _stub_function(stub: str, where: str) -> ast.FunctionDef:
     functions = [n for n in ast.parse(stub).body if isinstance(n, ast.FunctionDef)]
     if len(functions) != 1:
@@ -138,15 +147,8 @@ def solution_parts(code: str, name: str, where: str) -> tuple[str, str]:
     statements before the cell's ``check_...`` call (helpers, imports, constants),
     without the import of the check itself.
     """
-    tree = ast.parse(code)
     lines = code.split("\n")
-    before = []
-    for node in tree.body:
-        if _calls_check(node):
-            break
-        before.append(node)
-    else:
-        raise OtterError(f"{where}: the solution cell never calls its check_... function")
+    before = _before_check(code, where)
     functions = [n for n in before if isinstance(n, ast.FunctionDef) and n.name == name]
     if not functions:
         raise OtterError(f"{where}: the solution cell does not define {name}() before its check")
@@ -204,14 +206,8 @@ def reference_answer(label: str, chapters: Path = ROOT / "chapters", namespace: 
         if label not in stubs:
             continue
         name = _stub_function(stubs[label], label).name
-        code = _gated_code(nb, label)
-        tree = ast.parse(code)
-        keep = []
-        for node in tree.body:
-            if _calls_check(node):
-                break
-            if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign)):
-                keep.append(node)
+        keep = [node for node in _before_check(_gated_code(nb, label), label)
+                if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.Assign))]
         if namespace is None:
             import numpy as np
 
@@ -284,35 +280,32 @@ def visible_test(stub: str, where: str) -> str:
 IGNORE_TAG = "otter_ignore"   # Otter skips a cell with this tag when it grades (otter.execute)
 
 
-def _top_level_stores(tree: ast.AST) -> set[str]:
-    """Names bound at module level by ``tree`` (not inside functions, classes or comprehensions)."""
-    found: set[str] = set()
-
-    def visit(node):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                found.add(child.name)
-                continue
-            if isinstance(child, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                continue
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                found.update((a.asname or a.name).split(".")[0] for a in child.names)
-            elif isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-                found.add(child.id)
-            visit(child)
-
-    visit(tree)
-    return found
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_LOCAL = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _top_level_nodes(tree: ast.AST):
-    """The nodes of ``tree`` outside function and class bodies, lambdas and comprehensions."""
+    """The nodes of ``tree`` at module level: function and class definitions themselves, not their
+    bodies; nothing inside lambdas and comprehensions (their names are their own)."""
     for child in ast.iter_child_nodes(tree):
-        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
-                              ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        if isinstance(child, _LOCAL):
             continue
         yield child
-        yield from _top_level_nodes(child)
+        if not isinstance(child, _SCOPES):
+            yield from _top_level_nodes(child)
+
+
+def _top_level_stores(tree: ast.AST) -> set[str]:
+    """Names bound at module level by ``tree`` (not inside functions, classes or comprehensions)."""
+    found: set[str] = set()
+    for node in _top_level_nodes(tree):
+        if isinstance(node, _SCOPES):
+            found.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            found.add(node.id)
+    return found
 
 
 def _reads(code: str) -> set[str]:
