@@ -34,8 +34,8 @@ The cap ``k(n) <= m`` is a choice, and the module states it because it is not
 automatic: ``k`` and ``m`` are counts on two different matrices, and at the
 resolution limit (a singular value within a small factor of its threshold) they
 can land on opposite sides (in a sweep of ``diag(0.5, 0.5 + delta)`` the lag
-count exceeded the power count in 8 of 1605 cases, all with ``delta`` below
-``2e-15``). There both answers are exact for systems within rounding distance
+count exceeded the power count in a few cases, all with ``delta`` below
+``1e-14``; how many depends on the BLAS). There both answers are exact for systems within rounding distance
 of the data, and the library reports the pair that one system has: ``m`` and
 ``min(count, m)``. Away from that limit the cap never acts.
 
