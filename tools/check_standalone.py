@@ -55,6 +55,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from check_outputs import CELL_TIMEOUT  # noqa: E402  (every tool that runs the chapters allows the same)
+
 KERNEL_NAME = "ssmheads-standalone"
 # ipykernel below 7, as requirements.txt pins it (and as Colab runs 6.x): under ipykernel 7.4
 # nbclient waited for the reply to Chapter 3's explorer cell until the cell timeout, the kernel
@@ -444,9 +447,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="notebooks to check (default: notebooks/*.ipynb, the portable chapters)")
     parser.add_argument("--python", default=shutil.which("python3") or "python3",
                         help="interpreter for the fresh environment (default: python3 on PATH)")
-    parser.add_argument("--timeout", type=int, default=180,
-                        help="seconds allowed per cell (default 180; the slowest cell, the set-up cell's pip "
-                             "install, takes about 15 s); a notebook with a cell that times out is run once more")
+    parser.add_argument("--timeout", type=int, default=CELL_TIMEOUT,
+                        help=f"seconds allowed per cell (default {CELL_TIMEOUT}, as for every tool that runs the "
+                             "chapters; the slowest cell, the set-up cell's pip install, takes about 15 s); a "
+                             "notebook with a cell that times out is run once more")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and say where")
     parser.add_argument("-v", "--verbose", action="store_true", help="also show the set-up cell's stderr")
     args = parser.parse_args(argv)

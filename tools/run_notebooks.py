@@ -18,6 +18,8 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from check_outputs import CELL_TIMEOUT  # noqa: E402  (every tool that runs the chapters allows the same)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -54,7 +56,7 @@ def run(path: Path, cell_budget: float, total_budget: float, attempts: int = 2) 
 
     nbclient was seen (three times in one day, always in Chapter 3's explorer cell) to wait
     for a kernel message that never came, with the kernel idle, until the cell timeout: a
-    lost message, not a slow cell. The timeout is the book build's (120 s per cell); a rerun
+    lost message, not a slow cell. The timeout is CELL_TIMEOUT (120 s per cell); a rerun
     of such a notebook has always finished in seconds.
     """
     from nbclient.exceptions import CellTimeoutError
@@ -80,7 +82,7 @@ def _run(path: Path, cell_budget: float, total_budget: float) -> bool:
                 timings.append((time.perf_counter() - start, cell_index))
             return result
 
-    client = TimedClient(nb, timeout=120, kernel_name="python3",
+    client = TimedClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
                          resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
