@@ -473,7 +473,9 @@ def hidden_build_heads(exact_head_construction):
     absolute tolerance sees none); a nilpotent shift with zero lags K_3 = K_4 = K_5 = 0;
     a single lag (n = 1, p = 2, d = 3); p = 1, d = 4 (k = 4). Accepts any construction
     with exactly k heads and sum_h c_h(l) V_h = K_l to 1e-9 of max |K| (relative, so the
-    tiny lags count). The library's head routines are switched off while the answer runs.
+    tiny lags count). An answer that mixes vec orders (row-major vec, column-major inverse, or
+    the reverse) is told so; for p = 1 (the last case) both orders flatten alike and it passes.
+    The library's head routines are switched off while the answer runs.
     """
     import numpy as np
 
@@ -511,6 +513,30 @@ def hidden_build_heads(exact_head_construction):
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
+
+    def spans(maps, K):
+        basis, lags = maps.reshape(maps.shape[0], -1).T, K.reshape(K.shape[0], -1).T
+        if not basis.size:
+            return not np.any(lags)
+        fit = basis @ np.linalg.lstsq(basis, lags, rcond=None)[0]
+        return bool(np.abs(fit - lags).max() <= 1e-8 * float(np.abs(lags).max()))
+
+    def vec_order_hint(c, V, K):
+        """Mixed vec orders (row-major vec, column-major inverse, or the reverse): say so."""
+        p, d = K.shape[1:]
+        if p == 1 or d == 1 or not V.shape[0]:  # a row or a column flattens alike in both orders
+            return ""
+        mixes = (("a row-major vec with a column-major inverse", lambda M: M.reshape(-1, order="F").reshape(p, d)),
+                 ("a column-major vec with a row-major inverse", lambda M: M.reshape(-1).reshape((p, d), order="F")))
+        for name, undo in mixes:
+            fixed = np.stack([undo(v) for v in V])
+            rebuilt = np.einsum("hl,hpd->lpd", c, fixed)
+            if (np.abs(rebuilt - K).max() <= 1e-8 * float(np.abs(K).max())
+                    or (spans(fixed, K) and not spans(V, K))):
+                which = f" ({name})" if p != d else ""
+                return (f"; your vec and its inverse use different orders, one row-major and one column-major{which}: "
+                        "read back in the other order, your value maps span the lags; use the same order both ways")
+        return ""
 
     jordan = systems.jordan([(0.8, 2), (-0.5, 1)])
     small = systems.random_with_lag_rank(3, 3, 2, seed=21)
@@ -550,7 +576,7 @@ def hidden_build_heads(exact_head_construction):
         where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
         assert where is None, (f"{what}: sum_h coefficients[h, l] values[h] should reproduce K_l; entry (l, row, col) "
                                f"= {where} should be {K[where]:.6g}; got {got[where]:.6g} (tolerance 1e-9 of "
-                               f"max |K| = {np.abs(K).max():.3g})")
+                               f"max |K| = {np.abs(K).max():.3g})" + vec_order_hint(c, V, K))
 
 
 def hidden_tail(optimal_error):

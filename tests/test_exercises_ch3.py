@@ -632,13 +632,69 @@ def test_loose_rank_tolerance_fails_the_build_heads_check():
     assert "so use exactly 2 heads; you used 1" in result.message
 
 
-def test_mismatched_vec_order_gets_a_reshape_hint():
-    def row_major_unvec(K):
-        c, V = exact_head_construction(K)   # vec is column-major; unvec it row-major instead
-        p, d = V.shape[1:]
-        return c, np.stack([v.reshape(-1, order="F").reshape(p, d) for v in V])
+def _heads_with_orders(vec_order, unvec_order, projected):
+    """The SVD construction with vec and its inverse in the given orders ("C" row-major, "F" column-major).
 
-    result = check_exact_heads(row_major_unvec)
+    ``projected``: coefficients c_h(l) = <V_h, K_l>_F with the returned maps; otherwise the
+    SVD's S Q^T (the coordinates for the maps the SVD meant).
+    """
+    def answer(K):
+        n, p, d = K.shape
+        G = np.stack([M.reshape(-1, order=vec_order) for M in K], axis=1)
+        U, s, Qt = np.linalg.svd(G, full_matrices=False)
+        k = _rank(s, G.shape)
+        V = np.stack([U[:, h].reshape(p, d, order=unvec_order) for h in range(k)])
+        return (np.einsum("hpd,lpd->hl", V, K) if projected else s[:k, None] * Qt[:k]), V
+    return answer
+
+
+@pytest.mark.parametrize("projected", [False, True], ids=["SVD coefficients", "projected coefficients"])
+def test_either_vec_order_passes_when_its_inverse_uses_the_same_order(projected):
+    for order in ("C", "F"):
+        result = check_exact_heads(_heads_with_orders(order, order, projected))
+        assert result.status == PASSED, result.message
+
+
+@pytest.mark.parametrize("projected", [False, True], ids=["SVD coefficients", "projected coefficients"])
+@pytest.mark.parametrize("vec_order, unvec_order, named", [
+    ("C", "F", "(a row-major vec (K.reshape(n, p * d)) with a column-major inverse)"),
+    ("F", "C", "(a column-major vec (K.transpose(0, 2, 1).reshape(n, p * d)) with a row-major inverse)"),
+], ids=["row-major vec, column-major inverse", "column-major vec, row-major inverse"])
+def test_mixed_vec_orders_fail_with_a_hint_that_names_them(vec_order, unvec_order, named, projected):
+    result = check_exact_heads(_heads_with_orders(vec_order, unvec_order, projected))
+    assert result.status == FAILED
+    assert "your vec and its inverse use different orders, one row-major and one column-major" in result.message
+    assert "read back in the other order, your value maps span the lags" in result.message
+    if projected:
+        # the projected answer is right where the span is closed under transposition (rotation,
+        # diagonal lags): it fails first on the random p = 3, d = 2 system, and names the direction
+        assert result.message.startswith("exact_head_construction on random_with_lag_rank(4, 2, 3), n=12")
+        assert named in result.message
+    else:
+        # the SVD coordinates belong to the unreordered maps: wrong already on the rotation (p = d,
+        # where the two mixes are the same transposition, so no direction is named)
+        assert result.message.startswith("exact_head_construction on rotation(1.0, rho=0.9), n=10")
+        assert "(a row-major" not in result.message and "(a column-major" not in result.message
+
+
+def test_mixed_vec_orders_are_harmless_for_a_row_or_a_column():
+    """For p = 1 or d = 1 both orders flatten alike: the mixed answer is right and passes."""
+    from ssmheads.exercises.ch3 import _vec_order_hint
+
+    K = np.random.default_rng(0).standard_normal((5, 1, 4))
+    c, V = _heads_with_orders("C", "F", True)(K)
+    np.testing.assert_allclose(np.einsum("hl,hpd->lpd", c, V), K, atol=1e-12)
+    assert _vec_order_hint(c, V, K) == ""
+
+
+def test_a_reordering_that_is_not_a_vec_mix_gets_the_reshape_hint():
+    def swapped_heads(K):
+        c, V = exact_head_construction(K)   # the rows of each V_h reversed: not a vec-order mix
+        return c, V[:, ::-1, :].copy()
+
+    result = check_exact_heads(swapped_heads)
     assert result.status == FAILED
     assert "right singular values but misplaced entries" in result.message
+    assert "different orders" not in result.message
     assert "misplaced" not in check_exact_heads(_wrong_values).message
+    assert "different orders" not in check_exact_heads(_wrong_values).message

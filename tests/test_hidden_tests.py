@@ -455,6 +455,29 @@ PASSES_VISIBLE = {  # label: (check, the wrong answer, words the hidden message 
 }
 
 
+def _heads_orders(vec_order, unvec_order):
+    """The SVD construction with vec and its inverse in the given orders ("C" row-major, "F" column-major)."""
+    def exact_head_construction(K):
+        n, p, d = K.shape
+        G = np.stack([M.reshape(-1, order=vec_order) for M in K], axis=1)
+        U, s, _ = np.linalg.svd(G, full_matrices=False)
+        k = int(np.sum(s > 1e-10 * s[0]))
+        V = np.stack([U[:, h].reshape(p, d, order=unvec_order) for h in range(k)])
+        return np.einsum("hpd,lpd->hl", V, K), V
+    return exact_head_construction
+
+
+def test_build_heads_either_vec_order_passes_and_mixed_orders_are_named():
+    """Row-major or column-major vec with the same order back passes the hidden test; a mix is told so."""
+    (fn,) = HIDDEN["ex-build-heads"]
+    for order in ("C", "F"):
+        fresh(fn)(_heads_orders(order, order))
+    for vec_order, unvec_order in (("C", "F"), ("F", "C")):
+        message = fails(fn, _heads_orders(vec_order, unvec_order))
+        assert "your vec and its inverse use different orders, one row-major and one column-major" in message
+    assert "different orders" in fails(fn, _heads_inconsistent_vec)
+
+
 @pytest.mark.parametrize("label", list(PASSES_VISIBLE))
 def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label):
     check, answer, words = PASSES_VISIBLE[label]

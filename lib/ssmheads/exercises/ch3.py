@@ -76,6 +76,54 @@ def _build_heads_targets():
                                    K)]
 
 
+#: The two ways of mixing up vec and its inverse, each undone: (what the answer did, the map that undoes it).
+#: Column-major vec of a p x d matrix M is ``M.reshape(-1, order="F")``, row-major ``M.reshape(-1)``.
+_VEC_MIXES = (
+    ("a row-major vec (K.reshape(n, p * d)) with a column-major inverse",
+     lambda M: M.reshape(-1, order="F").reshape(M.shape)),
+    ("a column-major vec (K.transpose(0, 2, 1).reshape(n, p * d)) with a row-major inverse",
+     lambda M: M.reshape(-1).reshape(M.shape, order="F")),
+)
+
+
+def _spans(values: np.ndarray, K: np.ndarray) -> bool:
+    """Whether every lag K_l lies in span{values_h} (to 1e-8 of max |K_l|)."""
+    basis = values.reshape(values.shape[0], -1).T
+    lags = K.reshape(K.shape[0], -1).T
+    if not basis.size:
+        return not np.any(lags)
+    fit = basis @ np.linalg.lstsq(basis, lags, rcond=None)[0]
+    return bool(np.abs(fit - lags).max() <= 1e-8 * max(float(np.abs(lags).max()), 1e-300))
+
+
+def _vec_order_hint(c: np.ndarray, V: np.ndarray, K: np.ndarray) -> str:
+    """A hint when the answer's vec and its inverse use different orders (one row-major, one column-major).
+
+    Such an answer's value maps are the right ones with their entries reordered: read back
+    in the other order, they reproduce the lags with the answer's own coefficients (when
+    those are the SVD's ``S Q^T``), or they span the lags while the maps as returned do not
+    (when the coefficients were projected onto the reordered maps). Where the lag span is
+    closed under that reordering (``p = 1``, ``d = 1``, or e.g. span{I, J} under transposition)
+    the mixed answer is right, and it passes; the hint is only for a case that fails.
+    """
+    p, d = K.shape[1:]
+    if p == 1 or d == 1:  # both orders are the same for a row or a column
+        return ""
+    for what, undo in _VEC_MIXES:  # for p = d both undo a transposition
+        fixed = np.stack([undo(v) for v in V]) if V.shape[0] else V
+        rebuilt = np.einsum("hl,hpd->lpd", c, fixed)
+        if (np.abs(rebuilt - K).max() <= 1e-8 * max(float(np.abs(K).max()), 1e-300)
+                or (_spans(fixed, K) and not _spans(V, K))):
+            detail = f" ({what})" if p != d else ""
+            return (f"; your vec and its inverse use different orders, one row-major and one column-major"
+                    f"{detail}: read back in the other order, your value maps span the lags. Use one order "
+                    "both ways: column-major "
+                    "G = K.transpose(0, 2, 1).reshape(n, p * d).T and values = U[:, :k].T.reshape(k, d, p)"
+                    ".transpose(0, 2, 1), or row-major G = K.reshape(n, p * d).T and values = "
+                    "U[:, :k].T.reshape(k, p, d)")
+    return ""
+
+
 def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
     """A hint when the reconstructed lags are a reordering of the right ones (same singular values)."""
     n = K.shape[0]
@@ -96,10 +144,15 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with
     ``sum_h coefficients[h, l] * values[h] == K[l]`` and the fewest heads, ``H = k``.
-    One case has ``sigma_2 / sigma_1 ~ 1e-4``, so a loose rank tolerance fails; when the
-    entries are wrong but their singular values are right, the message points at the
-    order of ``vec`` and its inverse. The library's own routines are switched off while
-    the answer runs (to help you test your own code, not as a security boundary).
+    One case has ``sigma_2 / sigma_1 ~ 1e-4``, so a loose rank tolerance fails. Either order
+    of ``vec`` (column-major, or NumPy's row-major) is right if its inverse uses the same
+    order; an answer that mixes them (row-major ``vec``, column-major inverse, or the
+    reverse) is recognised and its message says so. It passes the cases where mixing
+    does no harm (the rotation's span{I, J} and diagonal lags are closed under
+    transposition) and fails the others. When the entries are wrong in another way but
+    their singular values are right, the message points at the reshape. The library's
+    own routines are switched off while the answer runs (to help you test your own
+    code, not as a security boundary).
     """
     from ..span import interaction_rank
 
@@ -122,7 +175,7 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
             try:
                 _compare(got, K, f"{label}: sum_h c_h(l) V_h against K_l")
             except _Fail as failure:
-                raise _Fail(str(failure) + _reshape_hint(got, K)) from None
+                raise _Fail(str(failure) + (_vec_order_hint(c, V, K) or _reshape_hint(got, K))) from None
         return test
 
     cases = [(f"exact_head_construction on {label}", (K,), expect(K)) for label, K in _build_heads_targets()]
