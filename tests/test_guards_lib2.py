@@ -23,10 +23,14 @@ def test_gelfand_constant_too_close_to_the_spectral_radius_names_rho_bar_and_the
     assert gelfand_constant(J, 0.9 * (1 + 1e-9), max_lag=50) > 1.0
 
 
-def test_decay_bound_near_one_fails_fast_with_the_spectral_radius():
+def test_decay_bound_near_one_is_a_valid_bound_without_walking_every_lag():
+    """Issue 22: near rho = 1 decay_bound bounds kappa (a walk over powers of powers) instead of refusing."""
     s = systems.random_stable(N=8, d=2, p=2, rho=1 - 1e-6, seed=0)
-    with pytest.raises(ValueError, match=r"A has spectral radius 0\.999999.*rho_bar"):
-        decay_bound(s.A, s.B, s.C, np.arange(4))
+    lags = np.array([0, 1, 10, 1000, 10**5, 10**6])
+    bound = decay_bound(s.A, s.B, s.C, lags)
+    assert not bound.kappa_exact and np.isfinite(bound.kappa)
+    norms = [np.linalg.norm(s.C @ np.linalg.matrix_power(s.A, int(l)) @ s.B, 2) for l in lags]
+    assert np.all(norms <= bound.general)
 
 
 @pytest.mark.parametrize("f, match", [

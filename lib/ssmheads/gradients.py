@@ -443,6 +443,32 @@ def _norm2(arr: np.ndarray) -> float:
         return float(np.linalg.norm(unit, 2)) * s
 
 
+#: Time budget of one walk over the powers of ``A`` (:func:`gelfand_constant`, :func:`decay_bound`),
+#: in seconds of the step model below: a step forms one power and its spectral norm, measured
+#: here (one core) at about ``5e-5 + 6e-10 N^3`` s (55 us at N = 2, 9 ms at N = 256). A walk
+#: forms at least 16 powers and at most ``_GELFAND_MAX_LAG``.
+_KAPPA_SECONDS = 0.25
+#: Largest state size ``N`` that :func:`gelfand_constant` and :func:`decay_bound` accept: their
+#: eigen-decomposition and the walk's spectral norms cost ``O(N^3)`` each (about 0.05 s at 512).
+MAX_KAPPA_SIZE = 512
+#: Most levels of the walk over powers of powers in :func:`decay_bound` (each at least squares the
+#: exponent's step, so 64 levels reach lags beyond ``2^64``).
+_KAPPA_LEVELS = 64
+_LOG_HALF = math.log(0.5)
+
+
+def _kappa_steps(N: int) -> int:
+    """The number of powers a walk may form for an ``N x N`` matrix within :data:`_KAPPA_SECONDS`."""
+    return int(min(_GELFAND_MAX_LAG, max(16, _KAPPA_SECONDS / (5e-5 + 6e-10 * float(N) ** 3))))
+
+
+def _check_kappa_size(A: np.ndarray) -> None:
+    if A.shape[0] > MAX_KAPPA_SIZE:
+        raise ValueError(f"A has state size N = {A.shape[0]}, above the limit of {MAX_KAPPA_SIZE} for "
+                         f"kappa(rho_bar) and the decay bounds (eigenvalues and a walk over powers of A, "
+                         f"O(N^3) each); use a smaller A")
+
+
 def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     """``kappa(rho_bar) = sup_l ||A^l|| / rho_bar^l`` (spectral norm), for ``rho(A) < rho_bar``.
 
@@ -452,25 +478,28 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     Finite by Gelfand's formula ``||A^l||^(1/l) -> rho(A)``. For a normal ``A``
     (``A A^T = A^T A`` up to rounding) ``||A^l|| = rho(A)^l`` and ``kappa = 1``
     (attained at ``l = 0``) without forming a power. Otherwise the powers are formed
-    one at a time (rescaled to avoid overflow), and the search stops once the ratio
-    has fallen below ``1e-8`` of its maximum.
+    one at a time (rescaled to avoid overflow) until the first ``Q`` with
+    ``||A^Q|| / rho_bar^Q <= 1/2``; then ``kappa`` is the largest ratio over
+    ``l < Q``, exactly: every ``l`` is ``a Q + b`` with ``0 <= b < Q``, and
+    ``||A^l|| <= ||A^Q||^a ||A^b||`` gives ``ratio(l) <= ratio(b) / 2^a``.
 
-    The ratio falls by ``rho(A) / rho_bar`` per lag once the transient is over, so
-    the search needs at least ``log(1e8) / log(rho_bar / rho(A))`` lags. By default
-    (``max_lag=None``) at most ``100000`` powers are formed: when the search needs
-    more (``rho_bar`` within about ``2e-4`` of ``rho(A)``, relative) or has not
-    ended by then, the function raises a ``ValueError`` naming ``rho_bar`` and the
-    gap, rather than run for minutes. A ``max_lag`` given by the caller instead
-    truncates the search: the supremum over ``l <= max_lag`` is returned.
+    The ratio falls at most by ``rho(A) / rho_bar`` per lag, so the search needs at
+    least ``log 2 / log(rho_bar / rho(A))`` powers. The walk forms at most as many
+    powers as fit in about a quarter of a second (``_kappa_steps(N)``: 5000 for small
+    ``N``, about 1000 at ``N = 64``, 200 at 128, 16 from 256 on): when it would need more, or has
+    not ended by then, the function raises a ``ValueError`` naming ``rho_bar``
+    rather than run for minutes (:func:`decay_bound` bounds ``kappa`` instead). A
+    ``max_lag`` given by the caller truncates the search: the supremum over
+    ``l <= max_lag`` is returned (``max_lag`` at most that number of powers).
 
     Parameters
     ----------
     A : array, shape (N, N)
+        ``N <= MAX_KAPPA_SIZE`` (512).
     rho_bar : float
         ``rho(A) < rho_bar``.
     max_lag : int, optional
-        Truncate the search at ``l = max_lag``; default: no truncation, at most
-        100000 powers, else a ``ValueError``.
+        Truncate the search at ``l = max_lag``; default: no truncation.
 
     Returns
     -------
@@ -479,64 +508,171 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     Raises
     ------
     ValueError
-        Naming ``A`` when ``kappa`` exceeds the largest float (a huge non-normal part);
-        naming ``rho_bar`` when the search would need more than 100000 powers.
+        Naming ``A`` when ``kappa`` exceeds the largest float (a huge non-normal part) or
+        ``N > 512``; naming ``rho_bar`` when the search would need more powers than the
+        walk forms; naming ``max_lag`` when it exceeds that number.
     """
     A = as_array("A", A, 2, "(N, N)")
     if A.shape[0] != A.shape[1] or A.shape[0] < 1:
         raise ValueError(f"A must be square with N >= 1, shape (N, N); got shape {A.shape}")
+    _check_kappa_size(A)
     return _gelfand_constant(A, rho_bar, max_lag)
 
 
-def _gelfand_constant(A: np.ndarray, rho_bar, max_lag: int | None = None) -> float:
-    """:func:`gelfand_constant` on a checked square ``A``: checks ``rho_bar`` and ``max_lag``, then searches."""
-    rho = float(np.max(np.abs(np.linalg.eigvals(A))))
+def _spectral_radius_of(A: np.ndarray) -> float:
+    return float(np.max(np.abs(np.linalg.eigvals(A))))
+
+
+def _check_rho_bar(rho_bar, rho: float) -> float:
     if isinstance(rho_bar, (bool, np.bool_)) or not isinstance(rho_bar, (int, float, np.integer, np.floating)) \
             or not np.isfinite(rho_bar) or not rho < rho_bar:
         raise ValueError(f"rho_bar must exceed the spectral radius {rho:.6g} of A (and be finite); "
                          f"got {rho_bar!r}")
-    rho_bar = float(rho_bar)
-    truncate = max_lag is not None
-    max_lag = check_positive_int("max_lag", max_lag) if truncate else _GELFAND_MAX_LAG
+    return float(rho_bar)
+
+
+def _is_normal_matrix(A: np.ndarray) -> bool:
+    """Whether ``A`` is normal to rounding (``||A A^T - A^T A||_F <= 64 N eps ||A||_F^2``), after scaling."""
     top = float(np.max(np.abs(A)))
     if top == 0.0:
-        return 1.0
+        return True
     An = A / top
-    if np.linalg.norm(An @ An.T - An.T @ An) <= 64 * A.shape[0] * EPS * np.linalg.norm(An) ** 2:
+    return bool(np.linalg.norm(An @ An.T - An.T @ An) <= 64 * A.shape[0] * EPS * np.linalg.norm(An) ** 2)
+
+
+def _gelfand_constant(A: np.ndarray, rho_bar, max_lag: int | None = None) -> float:
+    """:func:`gelfand_constant` on a checked square ``A``: checks ``rho_bar`` and ``max_lag``, then walks."""
+    rho = _spectral_radius_of(A)
+    rho_bar = _check_rho_bar(rho_bar, rho)
+    truncate = max_lag is not None
+    steps = _kappa_steps(A.shape[0])
+    if truncate:
+        max_lag = check_positive_int("max_lag", max_lag)
+    if _is_normal_matrix(A):
         return 1.0  # normal: ||A^l|| = rho^l <= rho_bar^l, the supremum is the l = 0 term
+    if truncate and max_lag > steps:
+        raise ValueError(f"max_lag = {max_lag} is more powers than the {steps} that the search forms for an "
+                         f"A of size {A.shape[0]} (about a quarter of a second); pass max_lag <= {steps}")
     if rho > 0.0 and not truncate:
-        needed = np.log(1e8) / np.log(rho_bar / rho)
-        if needed > max_lag:
+        needed = math.log(2.0) / math.log(rho_bar / rho)
+        if needed > steps:
             raise ValueError(
                 f"rho_bar = {rho_bar!r} is within a relative {rho_bar / rho - 1:.3g} of the spectral radius "
-                f"{rho:.6g} of A: the ratio ||A^l|| / rho_bar^l decays so slowly that kappa needs about "
-                f"{needed:.3g} powers, more than {max_lag}; choose rho_bar farther above rho(A) "
-                f"(e.g. (rho(A) + 1) / 2), or pass max_lag to truncate the search")
-    P = np.eye(A.shape[0])
-    log_scale = 0.0  # ||A^l|| = exp(log_scale) * ||P||
-    best = 1.0
-    for lag in range(1, max_lag + 1):
-        P = (A @ P) / rho_bar
-        size = float(np.linalg.norm(P, 2))
-        if size == 0.0:
-            return best
-        log_ratio = log_scale + np.log(size)
-        if log_ratio > _LOG_MAX:
-            raise _KappaOverflow(
-                f"A has ||A^{lag}|| / rho_bar^{lag} = exp({log_ratio:.6g}) > the largest float, so "
-                f"kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale A's off-normal "
-                f"part (largest entry {top:.3e}) or use a normal A")
-        ratio = np.exp(log_ratio)
-        best = max(best, ratio)
-        if ratio < 1e-8 * best:
-            return best
-        P /= size
-        log_scale += np.log(size)
-    if truncate:
-        return best
+                f"{rho:.6g} of A: the ratio ||A^l|| / rho_bar^l decays so slowly that kappa needs at least "
+                f"{needed:.3g} powers, more than the {steps} formed for an A of size {A.shape[0]}; choose "
+                f"rho_bar farther above rho(A) (e.g. (rho(A) + 1) / 2), pass max_lag to truncate the search, "
+                f"or use decay_bound, which bounds kappa")
+    U, log_c = _unit_power_base(A, rho_bar)
+    log_peak, ended, _, _ = _walk_powers(U, log_c, max_lag if truncate else steps, inclusive=truncate,
+                                         rho_bar=rho_bar)
+    if ended or truncate:
+        return math.exp(log_peak)
     raise ValueError(f"the ratio ||A^l|| / rho_bar^l (rho_bar = {rho_bar!r}, spectral radius of A {rho:.6g}) "
-                     f"had not fallen below 1e-8 of its maximum after {max_lag} powers; choose rho_bar "
-                     f"farther above rho(A), or pass max_lag to truncate the search")
+                     f"had not fallen to 1/2 after {steps} powers, the most formed for an A of size "
+                     f"{A.shape[0]}; choose rho_bar farther above rho(A), pass max_lag to truncate the "
+                     f"search, or use decay_bound, which bounds kappa")
+
+
+def _unit_power_base(A: np.ndarray, rho_bar: float) -> tuple[np.ndarray, float]:
+    """``A / rho_bar = exp(log_c) U`` with ``max |U| = 1``: powers of ``U`` neither overflow nor underflow soon."""
+    top = float(np.max(np.abs(A)))
+    return A / top, math.log(top) - math.log(rho_bar)
+
+
+def _walk_powers(U: np.ndarray, log_c: float, steps: int, inclusive: bool = False, rho_bar: float = 1.0,
+                 spectral: bool = True):
+    """Walk the norms of ``T^q``, ``T = exp(log_c) U``, for ``q = 1, ..., steps``.
+
+    The spectral norm, or with ``spectral=False`` the Frobenius norm, an upper bound on it that
+    costs no SVD. Stops at the first ``Q`` with ``||T^Q|| <= 1/2`` (or ``T^Q = 0``). Returns
+    ``(log_peak, ended, P, log_P)``: the log of the largest norm over ``0 <= q < Q`` (``q < steps``
+    if it did not end, ``q <= steps`` with ``inclusive``; ``||T^0|| = 1``), whether it ended, and (if
+    not) ``T^steps = exp(log_P) P`` with ``||P|| = 1``. Each power is normalised as it is formed, so
+    the walk neither overflows nor underflows; a norm beyond the largest float raises
+    :class:`_KappaOverflow` (naming ``A``).
+    """
+    P = np.eye(U.shape[0])
+    log_scale, log_peak = 0.0, 0.0  # T^0 = I: spectral norm 1
+    for q in range(1, steps + 1):
+        P = U @ P
+        size = float(np.linalg.norm(P, 2 if spectral else None))
+        if size == 0.0:
+            return log_peak, True, None, -np.inf
+        log_norm = log_scale + log_c + math.log(size)
+        if log_norm <= _LOG_HALF:
+            return log_peak, True, None, log_norm
+        if log_norm > _LOG_MAX:
+            raise _KappaOverflow(
+                f"A has ||A^l|| / rho_bar^l = exp({log_norm:.6g}) > the largest float at a lag l >= {q}, so "
+                f"kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale A's off-normal part "
+                f"(largest entry {np.max(np.abs(U)) * math.exp(log_c) * rho_bar:.3e}) or use a normal A")
+        if q < steps or inclusive:
+            log_peak = max(log_peak, log_norm)
+        P /= size
+        log_scale = log_norm
+    return log_peak, False, P, log_scale
+
+
+def _kappa_bound(A: np.ndarray, rho_bar: float) -> tuple[float, bool]:
+    """An upper bound on ``kappa(rho_bar)`` of a checked, non-normal ``A``, and whether it is ``kappa`` itself.
+
+    A walk over powers of powers (:func:`decay_bound` states the mathematics): level 0 walks
+    ``T_0 = A / rho_bar`` with spectral norms (as :func:`gelfand_constant`) for 60% of the time
+    budget; a level that does not end passes ``T_{i+1} = T_i^{s_i}`` to the next and multiplies
+    the bound by its largest norm. Levels from 1 on take Frobenius norms (no SVD: about a tenth
+    of the cost, and close to the spectral norm once the powers are dominated by their top
+    eigenvalues), each half of the steps left (at least 2).
+    """
+    N = A.shape[0]
+    U, log_c = _unit_power_base(A, rho_bar)
+    exact_steps = max(8, int(0.6 * _kappa_steps(N)))
+    remaining = max(16, int(0.4 * _KAPPA_SECONDS / (1e-5 + 6e-11 * float(N) ** 3)))
+    log_bound = 0.0
+    for level in range(_KAPPA_LEVELS):
+        steps = exact_steps if level == 0 else max(2, remaining // 2)
+        log_peak, ended, P, log_P = _walk_powers(U, log_c, steps, rho_bar=rho_bar, spectral=level == 0)
+        log_bound += log_peak
+        if log_bound > _LOG_MAX:
+            raise _KappaOverflow(
+                f"A is so far from normal that the bound on kappa(rho_bar) computed here, exp({log_bound:.6g}), "
+                f"exceeds the largest float (rho_bar = {rho_bar!r}); rescale A's off-normal part (largest entry "
+                f"{np.max(np.abs(A)):.3e}), use a normal A, or choose rho_bar farther above rho(A)")
+        if ended:
+            return math.exp(log_bound), level == 0
+        U, log_c = P, log_P
+        if level:
+            remaining -= steps
+    raise ValueError(f"rho_bar = {rho_bar!r} is so close to the spectral radius of A that no bound on kappa was "
+                     f"found over lags up to 2^{_KAPPA_LEVELS}; choose rho_bar farther above rho(A)")
+
+
+def _eigenvector_kappa(A: np.ndarray, eig: np.ndarray, S: np.ndarray, rho_bar: float) -> float:
+    """``cond(X)`` for eigenvectors ``X`` of ``A``, a bound on ``kappa(rho_bar)`` checked a posteriori; inf if not.
+
+    For any invertible ``X``, ``M = X^{-1} (A / rho_bar) X = diag(eig / rho_bar) + X^{-1} R`` with
+    the residual ``R = (A / rho_bar) X - X diag(eig / rho_bar)``; when
+    ``max |eig| / rho_bar + ||R|| / sigma_min(X) <= 1`` (rounding in ``R`` included), ``||M|| <= 1``
+    and ``||A^l|| / rho_bar^l = ||X M^l X^{-1}|| <= cond(X)`` for every ``l``, however accurate the
+    eigenvectors are. Tried for ``X = S`` (``numpy.linalg.eig``'s, unit columns) and ``X = S D``
+    with ``D_i = sqrt(||row i of S^{-1}|| / ||column i of S||)``, which balances ``X`` and ``X^{-1}``.
+    """
+    N = A.shape[0]
+    T, lam = A / rho_bar, eig / rho_bar
+    radius, size = float(np.max(np.abs(lam))), float(np.linalg.norm(T, 2))
+    best = np.inf
+    with np.errstate(all="ignore"):
+        try:
+            Sinv = np.linalg.inv(S)
+        except np.linalg.LinAlgError:
+            return best
+        D = np.sqrt(np.linalg.norm(Sinv, axis=1) / np.linalg.norm(S, axis=0))
+        for X in (S, S * D):
+            sv = np.linalg.svd(X, compute_uv=False)
+            low = sv[-1] - 4 * N * EPS * sv[0]  # sigma_min(X) to rounding
+            residual = np.linalg.norm(T @ X - X * lam, 2) + 4 * N * EPS * (size + radius) * sv[0]
+            if np.all(np.isfinite(sv)) and low > 0 and radius + residual / low <= 1.0:
+                best = min(best, float(sv[0] / low))
+    return best
 
 
 @dataclass(frozen=True)
@@ -549,11 +685,17 @@ class DecayBound:
     ----------
     lags : ndarray of int
     general : ndarray
-        ``||C|| ||B|| kappa(rho_bar) rho_bar^l``.
-    kappa, rho_bar : float
+        ``||C|| ||B|| kappa rho_bar^l``.
+    kappa : float
+        ``kappa(rho_bar)`` itself when the walk over the powers of ``A`` ends within its budget
+        (the usual case), else an upper bound on it (``kappa_exact`` says which;
+        :func:`decay_bound` gives the mathematics).
+    rho_bar : float
     diagonalizable : ndarray or None
         ``||C|| ||B|| cond(S) rho(A)^l`` when ``A = S diag S^{-1}`` is diagonalizable, else None.
     cond_S : float or None
+    kappa_exact : bool
+        Whether ``kappa`` is ``kappa(rho_bar)`` (to rounding) rather than a bound on it.
     """
 
     lags: np.ndarray
@@ -562,6 +704,7 @@ class DecayBound:
     rho_bar: float
     diagonalizable: np.ndarray | None
     cond_S: float | None
+    kappa_exact: bool = True
 
 
 def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
@@ -569,10 +712,35 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
 
     Derived in Chapter 4, Proposition 4.3 (stable linear dynamics attenuate with distance).
 
+    **General bound.** ``||C A^l B|| <= ||C|| ||B|| ||A^l|| <= ||C|| ||B|| kappa rho_bar^l``
+    for any ``kappa >= kappa(rho_bar) = sup_l ||A^l|| / rho_bar^l``. With ``T = A / rho_bar``
+    (spectral radius below 1), ``kappa`` is found by a walk over powers of powers, which
+    never forms more than a fixed budget of powers however close ``rho(A)`` is to 1:
+
+    * Level 0 walks ``T^q`` for ``q = 1, ..., s_0``. If some ``||T^Q|| <= 1/2``, then
+      ``kappa(rho_bar) = max_{q < Q} ||T^q||`` exactly (every ``l = a Q + b``, ``b < Q``, has
+      ``||T^l|| <= ||T^Q||^a ||T^b|| <= ||T^b||``): this is :func:`gelfand_constant`.
+    * Otherwise level 1 walks the powers of ``T_1 = T^{s_0}``, and so on. Every ``l`` is
+      ``q_0 + s_0 q_1 + s_0 s_1 q_2 + ...`` with ``0 <= q_i < s_i`` (the last ``q`` free), so
+      ``T^l = T_0^{q_0} T_1^{q_1} ...`` and
+      ``kappa(rho_bar) <= prod_i max_{q < s_i} ||T_i^q||``, the product ending at the first
+      level whose walk ends (there, as at level 0, the maximum covers every power).
+
+    Level ``i`` forms at most half of the powers left of the budget (at least 2, a squaring),
+    so the exponent ``s_0 s_1 ...`` grows faster than geometrically and a level ends once it
+    passes about ``log(kappa) / log(rho_bar / rho(A))``. The product is exact when level 0 ends
+    (``kappa_exact``), and otherwise at most a few factors of ``kappa`` above it. A normal ``A``
+    has ``kappa = 1`` without a walk. The default ``rho_bar = (rho(A) + 1) / 2`` is allowed
+    for any ``rho(A) < 1``.
+
+    **Diagonalizable bound.** ``A = S diag(lambda) S^{-1}`` gives
+    ``||A^l|| <= cond(S) rho(A)^l`` (eigenvectors of ``numpy.linalg.eig``, unit columns),
+    reported when ``cond(S) < 1e12``.
+
     Parameters
     ----------
     A : array, shape (N, N)
-        Stable: ``rho(A) < 1``.
+        Stable: ``rho(A) < 1``; ``N <= MAX_KAPPA_SIZE`` (512).
     B : array, shape (N, d)
     C : array, shape (p, N)
     lags : array of int, shape (L,)
@@ -587,50 +755,54 @@ def decay_bound(A, B, C, lags, rho_bar: float | None = None) -> DecayBound:
     Raises
     ------
     ValueError
-        Naming ``A`` when ``kappa(rho_bar)`` exceeds the largest float, naming ``B`` and ``C``
-        when ``||C|| ||B||`` times ``kappa`` (or ``cond(S)``) does.
+        Naming ``A`` when it is not stable, has ``N > 512``, or the bound on ``kappa`` exceeds
+        the largest float; naming ``B`` and ``C`` when ``||C|| ||B||`` times ``kappa`` (or
+        ``cond(S)``) does; naming ``lags`` when they are not nonnegative integers or their
+        bounds would exceed the memory limit.
     """
     A, B, C, _ = _check_system(A, B, C)
+    _check_kappa_size(A)
     lags = np.asarray(lags)
     if lags.size == 0:
         lags = lags.astype(int)
     if lags.ndim != 1 or not np.issubdtype(lags.dtype, np.integer) or np.any(lags < 0):
         raise ValueError(f"lags must be a 1-D array of nonnegative integers; got {lags!r}")
+    check_total("lags", 4.0 * lags.size, "the bounds at each lag (two of them, with their temporaries)",
+                "pass fewer lags")
     eig, S = np.linalg.eig(A)
     rho = float(np.max(np.abs(eig)))
     if rho >= 1 - 1e-12:  # a rotation's computed spectral radius can be 1 - 1e-16
         raise ValueError(f"A must be stable (spectral radius < 1); got {rho:.6g}")
     if rho_bar is None:
         rho_bar = (rho + 1) / 2
-    if not (isinstance(rho_bar, (int, float, np.floating)) and rho < rho_bar < 1):
+    if isinstance(rho_bar, (bool, np.bool_)) or not isinstance(rho_bar, (int, float, np.integer, np.floating)) \
+            or not rho < rho_bar < 1:
         raise ValueError(f"rho_bar must lie in (rho(A), 1) = ({rho:.6g}, 1); got {rho_bar!r}")
+    rho_bar = float(rho_bar)
     with np.errstate(over="ignore"):
         scale = _norm2(C) * _norm2(B)
     if not np.isfinite(scale):
         raise ValueError(f"B and C are too large: ||C|| ||B|| overflows the largest float (max |B| = "
                          f"{np.max(np.abs(B)):.3e}, max |C| = {np.max(np.abs(C)):.3e}), so the bounds are "
                          f"not representable; rescale B and C")
-    try:
-        kappa = _gelfand_constant(A, rho_bar)
-    except _KappaOverflow:
-        raise
-    except ValueError as exc:
-        raise ValueError(f"A has spectral radius {rho:.6g}, so close to 1 that the general bound's constant "
-                         f"kappa(rho_bar) cannot be computed in bounded work: {exc}") from None
-    with np.errstate(over="ignore"):
-        general = scale * kappa * float(rho_bar) ** lags
+    kappa, exact = (1.0, True) if _is_normal_matrix(A) else _kappa_bound(A, rho_bar)
+    if not exact:
+        kappa = min(kappa, _eigenvector_kappa(A, eig, S, rho_bar))
+    with np.errstate(over="ignore", under="ignore"):
+        general = scale * kappa * rho_bar ** lags
     if not np.all(np.isfinite(general)):
         raise ValueError(f"B and C are too large for this A: ||C|| ||B|| kappa = {scale:.3e} x {kappa:.3e} "
                          f"overflows the largest float; rescale B and C")
     cond = float(np.linalg.cond(S))
     diagonalizable = None
     if np.isfinite(cond) and cond < 1e12:
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", under="ignore"):
             diagonalizable = scale * cond * rho ** lags
         if not np.all(np.isfinite(diagonalizable)):
             raise ValueError(f"B and C are too large: ||C|| ||B|| cond(S) = {scale:.3e} x {cond:.3e} overflows "
                              f"the largest float; rescale B and C")
-    return DecayBound(lags, general, kappa, float(rho_bar), diagonalizable, cond if diagonalizable is not None else None)
+    return DecayBound(lags, general, kappa, rho_bar, diagonalizable,
+                      cond if diagonalizable is not None else None, exact)
 
 
 # ---------------------------------------------------------------- trainability with capacity held fixed
