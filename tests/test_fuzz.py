@@ -40,7 +40,7 @@ import pytest
 
 import ssmheads as sh
 from ssmheads import architectures, exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
-from ssmheads.models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear
+from ssmheads.models import Convolution, ElmanRNN, KANLayer, LinearSSM, MultiHeadAttention, PositionwiseLinear
 
 MEMORY_LIMIT = 2 * 2**30  # bytes of address space for each child
 TIME_LIMIT = 10  # seconds per call (alarm in the child)
@@ -346,12 +346,28 @@ TARGETS["exercises.CheckResult"] = Target(exercises.CheckResult, {"exercise": ("
                                                                   "status": ("passed", "text"),
                                                                   "message": ("ok", "text")})
 
+# Chapter 1's nonlinear layers (their own generator, so the draws above are unchanged)
+_g1 = np.random.default_rng(101)
+RNN_ARGS = {"W_h": 0.5 * _g1.standard_normal((3, 3)), "W_x": _g1.standard_normal((3, 2)),
+            "W_y": _g1.standard_normal((2, 3))}
+KAN_ARGS = {"coef": _g1.standard_normal((2, 2, 6)), "base": _g1.standard_normal((2, 2))}
+RNN, KAN = ElmanRNN(**RNN_ARGS), KANLayer(**KAN_ARGS, grid=(-2.0, 2.0))
+TARGETS.update({
+    "ElmanRNN": Target(ElmanRNN, {name: (value, "scaled") for name, value in RNN_ARGS.items()}),
+    "KANLayer": Target(KANLayer, {**{name: (value, "scaled") for name, value in KAN_ARGS.items()},
+                                  "grid": (np.array([-2.0, 2.0]), "array")}),
+})
+for _layer, _methods in ((RNN, ("forward", "interaction")), (KAN, ("forward", "interaction", "phi"))):
+    for _method in _methods:
+        TARGETS[f"{type(_layer).__name__}.{_method}"] = Target(getattr(_layer, _method), {"X": (X, "scaled")})
+
 # no-argument callables: one call each, the result must be finite
 NO_ARGS = {"use_book_style": plotting.use_book_style, "plateau": systems.plateau,
            "operator_explorer": widgets.operator_explorer, "rank_explorer": widgets.rank_explorer,
            "head_explorer": widgets.head_explorer, "highway_explorer": widgets.highway_explorer,
            "MultiHeadAttention.value_maps": ATT.value_maps, "LinearSSM.spectral_radius": lambda: SSM.spectral_radius,
-           "S5.as_linear_ssm": S5_.as_linear_ssm, "Mamba2.value_maps": MAMBA2.value_maps,
+           "S5.as_linear_ssm": S5_.as_linear_ssm,
+           "S4D.as_linear_ssm": S4D_.as_linear_ssm, "Mamba2.value_maps": MAMBA2.value_maps,
            "RankTable.to_markdown": TABLE.to_markdown, "architecture_explorer": widgets.architecture_explorer, "RankRow": lambda: TABLE.rows[0]}
 
 for _name in widgets.ARCHITECTURE_NAMES:  # every choice of the Chapter 5 explorer draws

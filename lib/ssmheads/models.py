@@ -22,6 +22,8 @@ __all__ = [
     "MultiHeadAttention",
     "Convolution",
     "PositionwiseLinear",
+    "ElmanRNN",
+    "KANLayer",
 ]
 
 
@@ -158,6 +160,12 @@ class _Layer:
         """Refuse an operator ``W`` of shape ``(n, n, p, d)`` above 1 GiB, naming ``X``."""
         check_allocation("X", (n, n, self.p, self.d), "the operator W", instead or _NO_OPERATOR)
 
+    def _operator_length(self, X) -> int:
+        """The length ``n`` of a checked ``X``, once an operator ``(n, n, p, d)`` is known to fit in 1 GiB."""
+        n = self._input(X).shape[0]
+        self._check_operator_size(n)
+        return n
+
 
 class LinearSSM(_Layer):
     """Linear time-invariant state-space model ``h_t = A h_{t-1} + B x_t``, ``y_t = C h_t + D x_t``.
@@ -242,10 +250,8 @@ class LinearSSM(_Layer):
         ``X``, shape (n, d), only sets the length ``n``: the operator of an
         LTI SSM does not depend on the input.
         """
-        # X only sets n; A, B, C, D were checked in __init__
-        n = self._input(X).shape[0]
-        # refuse a W above 1 GiB (forward(X) never builds it)
-        self._check_operator_size(n)
+        # X only sets the length n (A, B, C, D were checked in __init__)
+        n = self._operator_length(X)
         # Theorem 1.1: the lags K[l] = C A^l B, with K[0] = C B + D
         K = _checked_lags(self.A, self.B, self.C, n, self.D)
         # W[i, j] = K[i - j] for j <= i, zero above the diagonal
@@ -622,3 +628,297 @@ class PositionwiseLinear(_Layer):
         n = self._input(X).shape[0]
         self._check_operator_size(n)
         return _toeplitz(self.W[None], n)
+
+
+def _tanh_chord(z: np.ndarray) -> np.ndarray:
+    """``tanh(z) / z`` entrywise, and 1 (its limit) where ``z = 0``: the slope of tanh's chord from 0 to ``z``."""
+    zero = z == 0
+    return np.where(zero, 1.0, np.tanh(z) / np.where(zero, 1.0, z))
+
+
+class ElmanRNN(_Layer):
+    """Bias-free Elman RNN ``h_t = tanh(W_h h_{t-1} + W_x x_t)``, ``h_0 = 0``, ``y_t = W_y h_t``.
+
+    Derived in Chapter 1, Section 1.5 (Elman, 1990).
+
+    Parameters
+    ----------
+    W_h : array, shape (N, N)
+        Recurrent weights.
+    W_x : array, shape (N, d)
+        Input weights.
+    W_y : array, shape (p, N)
+        Read-out.
+
+    Notes
+    -----
+    With ``z_t = W_h h_{t-1} + W_x x_t`` and the chord slopes
+    ``D_t = diag(tanh(z_t) / z_t)`` (1 where ``z_t`` is 0), ``h_t = D_t z_t``: the
+    recurrence is the time-varying linear one ``h_t = (D_t W_h) h_{t-1} + (D_t W_x) x_t``.
+    Unrolling it gives this book's interaction form of the RNN, causal and
+    input-dependent,
+    ``W_ij(X) = W_y D_i W_h D_(i-1) W_h ... D_(j+1) W_h D_j W_x`` for ``j <= i``.
+    It is one form among many (Proposition 1.1: every map with ``F(0) = 0`` has an
+    interaction form); the slopes are chords, not tangents, so it is not the
+    Jacobian ``dy_i / dx_j``, which has ``1 - tanh(z)^2`` in place of ``tanh(z) / z``.
+    :meth:`interaction` builds the operator without ever applying tanh to a state:
+    it reads each state ``h_(t-1)`` off the blocks it has built so far.
+    """
+
+    def __init__(self, W_h, W_x, W_y):
+        W_h = as_array("W_h", W_h, 2, "(N, N)", copy=True)
+        if W_h.shape[0] != W_h.shape[1]:
+            raise ValueError(f"W_h must be square, shape (N, N); got shape {W_h.shape}")
+        check_nonempty("W_h", W_h, 0, "the state size N")
+        W_x = as_array("W_x", W_x, 2, "(N, d)", copy=True)
+        check_size("W_x", W_x, 0, W_h.shape[0], "the state size N of W_h")
+        check_nonempty("W_x", W_x, 1, "the token width d")
+        W_y = as_array("W_y", W_y, 2, "(p, N)", copy=True)
+        check_size("W_y", W_y, 1, W_h.shape[0], "the state size N of W_h")
+        check_nonempty("W_y", W_y, 0, "the output width p")
+        for arr in (W_h, W_x, W_y):
+            arr.flags.writeable = False
+        self.W_h, self.W_x, self.W_y = W_h, W_x, W_y
+        self.N, self.d, self.p = W_h.shape[0], W_x.shape[1], W_y.shape[0]
+
+    def __repr__(self) -> str:
+        return f"ElmanRNN(N={self.N}, d={self.d}, p={self.p})"
+
+    def _drive(self, X: np.ndarray) -> np.ndarray:
+        """``W_x x_t`` for every ``t``, shape ``(n, N)``; a ``ValueError`` names ``X`` and ``W_x`` if it overflows."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            drive = X @ self.W_x.T
+        if not np.all(np.isfinite(drive)):
+            raise ValueError(f"X and W_x are too large together: W_x x_t overflows the largest float (max |X| = "
+                             f"{np.max(np.abs(X)):.3e}, max |W_x| = {np.max(np.abs(self.W_x)):.3e}); rescale X or W_x")
+        return drive
+
+    def forward(self, X) -> np.ndarray:
+        """Run the recurrence ``h_t = tanh(W_h h_(t-1) + W_x x_t)`` and read out ``y_t = W_y h_t``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        Y : ndarray, shape (n, p)
+        """
+        X = self._input(X)
+        n = X.shape[0]
+        check_allocation("X", (n, self.N), "the states h_t", "run a shorter sequence")
+        drive = self._drive(X)
+        states = np.empty((n, self.N))
+        h = np.zeros(self.N)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(n):
+                h = np.tanh(self.W_h @ h + drive[t])
+                states[t] = h
+            Y = states @ self.W_y.T
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("W_h or W_y is too large: the state update or the read-out overflows the largest "
+                             f"float (max |W_h| = {np.max(np.abs(self.W_h)):.3e}, max |W_y| = "
+                             f"{np.max(np.abs(self.W_y)):.3e}); rescale them")
+        return Y
+
+    def interaction(self, X) -> np.ndarray:
+        """The causal operator ``W_ij(X) = W_y D_i W_h ... D_(j+1) W_h D_j W_x`` (``j <= i``), shape (n, n, p, d).
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        W : ndarray, shape (n, n, p, d)
+            Zero above the diagonal.
+        """
+        X = self._input(X)
+        n = X.shape[0]
+        self._check_operator_size(n)
+        check_allocation("X", (n, n, self.N, self.d), "the state operator G", _NO_OPERATOR)
+        with np.errstate(over="ignore", invalid="ignore"):
+            W = self._interaction(X, self._drive(X))
+        if not np.all(np.isfinite(W)):
+            raise ValueError("W_h or W_y is too large: the operator overflows the largest float (max |W_h| = "
+                             f"{np.max(np.abs(self.W_h)):.3e}, max |W_y| = {np.max(np.abs(self.W_y)):.3e}); "
+                             "rescale them")
+        return W
+
+    def _interaction(self, X: np.ndarray, drive: np.ndarray) -> np.ndarray:
+        """``W[i, j] = W_y D_i W_h ... D_(j+1) W_h D_j W_x`` for ``j <= i``, from a checked ``X``.
+
+        Core of :meth:`interaction`; ``drive[t] = W_x x_t``. No tanh of a state:
+        each state ``h_(t-1)`` is read off the blocks built so far.
+        """
+        n = X.shape[0]
+        # G[t, j]: the block of the state h_t on the token x_j
+        G = np.zeros((n, n, self.N, self.d))
+        h = np.zeros(self.N)                      # h_(t-1), with h_0 = 0
+        for t in range(n):
+            # D_t = diag(tanh(z_t) / z_t), so that h_t = D_t z_t
+            D = _tanh_chord(self.W_h @ h + drive[t])[:, None]
+            # h_t = (D_t W_h) h_(t-1) + (D_t W_x) x_t, unrolled one step
+            G[t, :t] = D * (self.W_h @ G[t - 1, :t])
+            G[t, t] = D * self.W_x
+            # h_t = sum_j G[t, j] x_j
+            h = np.einsum("jnd,jd->n", G[t, :t + 1], X[:t + 1])
+        # W_ij = W_y G[i, j]
+        return np.einsum("pn,ijnd->ijpd", self.W_y, G)
+
+
+def _bsplines(x: np.ndarray, start: float, step: float, count: int, degree: int = 3) -> np.ndarray:
+    """B-splines of ``degree`` on the uniform knots ``start + (k - degree) step``; shape ``x.shape + (count,)``.
+
+    Cox-de Boor recursion; ``count`` functions of degree ``degree`` need ``count + degree + 1``
+    knots. Outside the knots every function is 0 (``x`` is clipped just outside them first,
+    so a huge ``x`` gives no overflow).
+    """
+    knots = start + step * (np.arange(count + degree + 1) - degree)
+    x = np.clip(x, knots[0] - step, knots[-1] + step)[..., None]
+    B = ((x >= knots[:-1]) & (x < knots[1:])).astype(float)
+    for k in range(1, degree + 1):
+        B = ((x - knots[:-(k + 1)]) * B[..., :-1] + (knots[k + 1:] - x) * B[..., 1:]) / (k * step)
+    return B
+
+
+def _sigmoid(u: np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(-u))``, written with tanh so that it never overflows."""
+    return 0.5 * (1.0 + np.tanh(0.5 * u))
+
+
+class KANLayer(_Layer):
+    """Bias-free Kolmogorov-Arnold (KAN) layer ``y_(i,p) = sum_q phi_pq(x_(i,q))``, token by token.
+
+    Derived in Chapter 1, Section 1.5 (Liu et al., 2024).
+
+    Each ``phi_pq`` is a learnable function of one variable, as in Liu et al.: a
+    SiLU base plus a cubic B-spline,
+    ``phi_pq(x) = base[p, q] silu(x) + sum_m coef[p, q, m] (B_m(x) - B_m(0))``,
+    with ``silu(x) = x / (1 + exp(-x))``. Subtracting ``B_m(0)`` makes
+    ``phi_pq(0) = 0``; the constant it removes, summed over ``q``, is a bias, which
+    the book's layers do not have.
+
+    Parameters
+    ----------
+    coef : array, shape (p, d, M)
+        Spline coefficients, ``M >= 4``: ``M = G + 3`` cubic B-splines on ``G``
+        equal intervals of ``grid``.
+    base : array, shape (p, d)
+        Weights of the SiLU base functions.
+    grid : (float, float)
+        The interval ``[a, b]`` that carries the splines; outside it only the
+        base function varies. Default ``(-1.0, 1.0)``.
+
+    Notes
+    -----
+    This book's interaction form of the layer is position-wise, with the chord
+    slopes of the ``phi_pq`` as entries: ``W_ii(X)[p, q] = phi_pq(x_iq) / x_iq``
+    (``phi_pq'(0)`` where ``x_iq = 0``, where any value gives the same output) and
+    ``W_ij = 0`` for ``i != j``. Like every form of a nonlinear map, it belongs to
+    the construction (Proposition 1.1: every map with ``F(0) = 0`` has an
+    interaction form). Both routes evaluate the same splines, so the two-route
+    check tests the division and the sums; ``tests/test_models.py`` checks the
+    splines against ``scipy.interpolate.BSpline``.
+    """
+
+    def __init__(self, coef, base, grid=(-1.0, 1.0)):
+        coef = as_array("coef", coef, 3, "(p, d, M)", copy=True)
+        check_nonempty("coef", coef, 0, "the output width p")
+        check_nonempty("coef", coef, 1, "the token width d")
+        if coef.shape[2] < 4:
+            raise ValueError(f"coef has shape {coef.shape}, but axis 2 must be at least 4 (M = G + 3 cubic "
+                             "B-splines on G >= 1 intervals)")
+        base = as_array("base", base, 2, "(p, d)", copy=True)
+        if base.shape != coef.shape[:2]:
+            raise ValueError(f"base must have shape (p, d) = {coef.shape[:2]} (from coef); got shape {base.shape}")
+        grid = as_array("grid", grid, 1, "(2,): the interval (a, b)", copy=True)
+        if grid.shape != (2,) or not grid[0] < grid[1]:
+            raise ValueError(f"grid must be an interval (a, b) with a < b; got {grid.tolist()}")
+        for arr in (coef, base, grid):
+            arr.flags.writeable = False
+        self.coef, self.base, self.grid = coef, base, grid
+        self.p, self.d, self.M = coef.shape
+        self.G = self.M - 3
+        with np.errstate(over="ignore"):
+            self._step = (float(grid[1]) - float(grid[0])) / self.G
+        if not (np.isfinite(self._step) and self._step > 0):
+            raise ValueError(f"grid must be an interval (a, b) with a finite length above 0; got {grid.tolist()}")
+        self._at_zero = _bsplines(np.zeros(1), float(grid[0]), self._step, self.M)[0]  # B_m(0)
+        # phi_pq'(0) of the spline part: B_m' = (B_m - B_(m+1)) / step, with quadratic B's
+        quadratic = _bsplines(np.zeros(1), float(grid[0]) - self._step, self._step, self.M + 1, 2)[0]
+        self._spline_slope0 = self.coef @ (quadratic[:-1] - quadratic[1:]) / self._step
+
+    def __repr__(self) -> str:
+        return f"KANLayer(d={self.d}, p={self.p}, G={self.G})"
+
+    def _rise(self, X: np.ndarray) -> np.ndarray:
+        """Spline parts ``S_pq(x_iq) - S_pq(0)``, shape ``(n, p, d)``, of a checked ``X``."""
+        n = X.shape[0]
+        check_allocation("X", (n, self.d, self.M + 3), "the spline bases", "use a shorter X")
+        check_allocation("X", (n, self.p, self.d), "the values phi_pq(x_iq)", "use a shorter X")
+        B = _bsplines(X, float(self.grid[0]), self._step, self.M)  # (n, d, M)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.einsum("pqm,iqm->ipq", self.coef, B - self._at_zero)
+
+    def phi(self, X) -> np.ndarray:
+        """The values ``phi_pq(x_iq)``, shape ``(n, p, d)``; the layer sums them over ``q``.
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        ndarray, shape (n, p, d)
+        """
+        X = self._input(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = self.base * (X * _sigmoid(X))[:, None, :] + self._rise(X)
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"X, base or coef is too large: phi_pq(x) overflows the largest float (max |X| = "
+                             f"{np.max(np.abs(X)):.3e}, max |base| = {np.max(np.abs(self.base)):.3e}, max |coef| = "
+                             f"{np.max(np.abs(self.coef)):.3e}); rescale them")
+        return values
+
+    def forward(self, X) -> np.ndarray:
+        """``y_(i,p) = sum_q phi_pq(x_(i,q))``; input ``(n, d)``, output ``(n, p)``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y = self.phi(X).sum(axis=2)
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("X, base or coef is too large: the sum over q of phi_pq(x_q) overflows the largest "
+                             "float; rescale them")
+        return Y
+
+    def interaction(self, X) -> np.ndarray:
+        """The position-wise operator ``W_ii(X)[p, q] = phi_pq(x_iq) / x_iq``, zero off the diagonal; (n, n, p, d).
+
+        Parameters
+        ----------
+        X : array, shape (n, d)
+
+        Returns
+        -------
+        W : ndarray, shape (n, n, p, d)
+        """
+        X = self._input(X)
+        self._check_operator_size(X.shape[0])
+        with np.errstate(over="ignore", invalid="ignore"):
+            W = self._interaction(X)
+        if not np.all(np.isfinite(W)):
+            raise ValueError(f"base or coef is too large: the slopes phi_pq(x) / x overflow the largest float "
+                             f"(max |base| = {np.max(np.abs(self.base)):.3e}, max |coef| = "
+                             f"{np.max(np.abs(self.coef)):.3e}); rescale them")
+        return W
+
+    def _interaction(self, X: np.ndarray) -> np.ndarray:
+        """``W[i, i][p, q] = phi_pq(x_iq) / x_iq``, zero off the diagonal; core of :meth:`interaction`."""
+        n = X.shape[0]
+        x = X[:, None, :]                                  # x_iq, for every output p
+        # chord slopes of the spline parts; S_pq'(0) where x_iq = 0
+        zero = x == 0
+        spline = np.where(zero, self._spline_slope0, self._rise(X) / np.where(zero, 1.0, x))
+        # silu(x) / x = sigmoid(x): the base part needs no division
+        W = np.zeros((n, n, self.p, self.d))
+        W[np.arange(n), np.arange(n)] = self.base * _sigmoid(x) + spline
+        return W

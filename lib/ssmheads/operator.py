@@ -101,7 +101,7 @@ def toeplitz_operator(K, n: int, max_bytes: int | None = None) -> np.ndarray:
     """The causal block-Toeplitz operator ``W[i, j] = K[i - j]`` for ``0 <= i - j < L``, else 0.
 
     Derived in Chapter 1, Theorem 1.1.
-    Used in Chapter 1, Exercise 1.8 (the cost of writing W down), and in Chapter 2.
+    Used in Chapter 2; the layers of Chapter 1 lay out their taps the same way.
 
     This is the operator of every causal time-invariant linear layer: a
     convolution with ``L`` taps, or an LTI SSM with ``K[l] = C A^l B`` (``L >= n``).
@@ -322,7 +322,11 @@ def two_route_gap(layer, X) -> float:
 
     Returns ``max |forward(X) - W(X) X| / max |forward(X)|`` (the denominator is
     taken as 1 when the output is zero), where ``W(X) = layer.interaction(X)``.
-    It is at rounding level exactly when the derivation of ``W`` is right.
+    It is at rounding level when the derivation of ``W`` is right, and it tests
+    the derivation only where the two routes differ: the routes of a softmax
+    :class:`~ssmheads.models.MultiHeadAttention` share the weights ``alpha``, so
+    a wrong score scale or mask would pass (Chapter 1 checks the weights
+    against their formula separately).
 
     Parameters
     ----------
