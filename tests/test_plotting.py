@@ -251,7 +251,7 @@ def test_operator_explorer_has_layer_n_seed_controls():
     assert isinstance(explorer, ipywidgets.interactive)
     controls = {w.description: w for w in explorer.children if isinstance(w, ipywidgets.ValueWidget)}
     assert set(controls) == {"layer", "n", "seed"}
-    assert tuple(controls["layer"].options) == GALLERY_NAMES
+    assert tuple(controls["layer"].options) == GALLERY_NAMES + ("Elman RNN", "KAN layer")
     assert controls["layer"].value == "softmax attention, 4 heads"
     assert (controls["n"].value, controls["n"].min) == (12, 2)
     assert controls["seed"].value == 0
