@@ -1,14 +1,16 @@
 """Operator span, interaction rank and the lag-span dimension k(n) (Chapter 2).
 
 One rule decides every dimension in this module. The span of a finite list of
-``m`` matrices of size ``p x d`` is computed from the singular values of
-``G = [vec M_1, ..., vec M_m]`` (column-major ``vec``), and a singular value
+``q`` matrices of size ``p x d`` is computed from the singular values of
+``G = [vec M_1, ..., vec M_q]`` (column-major ``vec``), and a singular value
 counts when it exceeds ``rtol`` times the largest one, with default
 
-    rtol = max(m, p*d) * eps        (``eps`` = double-precision machine epsilon).
+    rtol = max(q, p*d) * eps        (``eps`` = double-precision machine epsilon).
 
+(Chapter 2 writes ``q`` for this count, and keeps ``m`` for the degree of the
+minimal polynomial; :func:`default_rtol` calls its first argument ``m``.)
 This is the numerical-rank rule of ``numpy.linalg.matrix_rank``: rounding errors
-in forming an ``m x pd`` matrix and in its SVD are of order ``max(m, pd) * eps``
+in forming a ``q x pd`` matrix and in its SVD are of order ``max(q, pd) * eps``
 relative to its largest singular value, so a singular value below that cannot be
 told apart from zero. :func:`interaction_rank` is this count, and
 :func:`lag_span_bound` takes the ranks of ``B`` and ``C`` with ``matrix_rank``,
@@ -20,8 +22,9 @@ grows with ``l`` and with the largest singular value, while the singular values
 of a decaying direction level off, so a direction resolved by the first lags can
 fall below the threshold of a longer list (``diag(0.5, 0.5 + 1e-12)``: count 2 at
 ``n = 1024``, 1 at ``n = 4096``). Yet the first ``l`` lags are columns of every
-longer lag matrix, and by interlacing ``sigma_r(G_n) >= sigma_r(G_l)``: a set of
-lags that is numerically independent stays so, only the yardstick grew. So:
+longer lag matrix, and by interlacing ``sigma_r(G_n) >= sigma_r(G_l)`` (``G_n G_n^T``
+is ``G_l G_l^T`` plus a positive semidefinite matrix, which lowers no eigenvalue): a
+set of lags that is numerically independent stays so, only the yardstick grew. So:
 
 * ``k(n)`` is the largest count over the prefixes ``l <= n`` (nondecreasing in
   ``n`` by construction), and at most ``m``;
@@ -519,7 +522,8 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     ``G_l = [vec I, vec A, ..., vec A^(l-1)]`` above ``rtol`` times the largest one,
     default ``rtol = N^2 eps`` (``default_rtol(l, N, N)`` for every ``l <= N``).
     Higher powers are not needed: by Cayley-Hamilton they lie in this span. No
-    characteristic polynomial is formed and no eigenvalues are computed.
+    characteristic polynomial is formed, and eigenvalues are computed only in one
+    fallback, for a normal ``A`` whose powers do not decay (see below).
 
     Defined in Chapter 2, Equation 2.1 (``m`` is the rank of ``P_N``). Used in Chapter 2, Section 2.7.
 
