@@ -168,6 +168,41 @@ def test_wrong_lag_span_answers_fail_with_what_was_expected(answer, expected_in_
     _assert_printed(result, "NOT YET")
 
 
+def _absolute_cutoff(cutoff):
+    """Counts the singular values above a fixed number, not above a multiple of the largest one."""
+    def answer(A, B, C, n):
+        lags, power_b = [], np.asarray(B, dtype=float)
+        for _ in range(n):
+            lags.append((C @ power_b).ravel())
+            power_b = A @ power_b
+        return int(np.sum(np.linalg.svd(np.array(lags), compute_uv=False) > cutoff))
+    return answer
+
+
+@pytest.mark.parametrize("cutoff, case", [(1e-3, "B = 1e-10 I"), (1e-9, "B = 1e-10 I"), (1e-10, "C = 1e8 I"),
+                                          (1e-12, "C = 1e8 I"), (1e-14, "C = 1e8 I")])
+def test_an_absolute_tolerance_fails_whatever_its_value(cutoff, case):
+    """The referee's answer (absolute 1e-3) passed all 9 old cases; tiny and huge lags catch every cut-off."""
+    result = check_lag_span_dimension(_absolute_cutoff(cutoff))
+    assert result.status == FAILED, result
+    assert case in result.message and "RELATIVE to the largest one" in result.message
+
+
+def test_the_scaled_cases_are_what_their_labels_say():
+    """B = 1e-10 I: all singular values near 1e-10; C = 1e8 I: a rounding-level one near 1e-8, far below 1e8."""
+    from ssmheads.exercises.ch2 import _lag_span_cases
+    from ssmheads.span import singular_values
+    from ssmheads.models import lag_operators
+
+    scaled = {label: args for label, args, _ in _lag_span_cases() if "lags" in label}
+    (tiny,) = [args for label, args in scaled.items() if "1e-10" in label]
+    (huge,) = [args for label, args in scaled.items() if "1e8" in label]
+    s = singular_values(lag_operators(*tiny))
+    assert 1e-11 < s[1] < s[0] < 1e-9
+    s = singular_values(lag_operators(*huge))
+    assert s[0] > 1e8 and 1e-9 < s[1] < 1e-6 and s[1] / s[0] < 1e-15
+
+
 def test_infinite_lag_span_answer_fails_without_raising():
     result = check_lag_span_dimension(lambda A, B, C, n: float("inf"))
     assert result.status == FAILED and not result

@@ -366,12 +366,14 @@ def _residual_own_causal_softmax(mha, X):
     return W + np.eye(n)[:, :, None, None] * np.eye(d)
 
 
-def _lag_span_absolute_tolerance(A, B, C, n):
+def _lag_span_loose_tolerance(A, B, C, n):
+    """Relative tolerance 4e-3: sees the visible check's smallest direction (5e-3 of the largest), misses 3e-3."""
     lags, M = [], np.asarray(B, dtype=float)
     for _ in range(n):
         lags.append((C @ M).ravel())
         M = A @ M
-    return int(np.sum(np.linalg.svd(np.array(lags), compute_uv=False) > 1e-10))
+    s = np.linalg.svd(np.array(lags), compute_uv=False)
+    return 0 if s[0] == 0 else int(np.sum(s > 4e-3 * s[0]))
 
 
 def _three_dims_fragile():
@@ -445,7 +447,7 @@ PASSES_VISIBLE = {  # label: (check, the wrong answer, words the hidden message 
     "ex-ema": (exercises.check_ema_operator, _ema_hard_coded, "ema_operator(6, 3, 0.25)"),
     "ex-mlp": (exercises.check_mlp_operator, _mlp_gate_at_zero, "strictly positive"),
     "ex-residual": (exercises.check_residual_operator, _residual_own_causal_softmax, "not causal"),
-    "ex-lag-span-by-hand": (exercises.check_lag_span_dimension, _lag_span_absolute_tolerance, "RELATIVE"),
+    "ex-lag-span-by-hand": (exercises.check_lag_span_dimension, _lag_span_loose_tolerance, "should be 6"),
     "ex-three-dims": (exercises.check_rank_three_system, _three_dims_fragile, "depends on the tolerance"),
     "ex-longer-plateau": (exercises.check_long_plateau, _plateau_fragile, "depends on the tolerance"),
     "ex-build-heads": (exercises.check_exact_heads, _heads_loose_tolerance, "use exactly 2 heads"),

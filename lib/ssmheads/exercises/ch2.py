@@ -32,6 +32,12 @@ def _lag_span_cases():
     cases.append(("B = 0, n=4", (s.A, np.zeros((5, 2)), np.ones((3, 5)), 4), 0))
     s = random_with_lag_rank(5, 3, 2, seed=2)
     cases.append(("random_with_lag_rank(5, 3, 2), n=9", (s.A, s.B, s.C, 9), 5))
+    # lags of very different sizes: a tolerance must be relative to the largest singular value
+    s = rotation(1.0, rho=0.9)
+    cases.append(("rotation(theta=1) with B = 1e-10 I (tiny lags), n=5", (s.A, 1e-10 * s.B, s.C, 5), 2))
+    s = rotation(np.pi, rho=0.9)
+    cases.append(("rotation(theta=pi) with C = 1e8 I (huge lags, rounding errors near 1e-8), n=5",
+                  (s.A, s.B, 1e8 * s.C, 5), 1))
     return cases
 
 
@@ -50,21 +56,24 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
     def reference(A, B, C, n):
         return _lag_span_dimension(A, B, C, n, None)  # the cases are checked float arrays
 
-    def expect(k):
+    def expect(k, hint=""):
         def test(out, label):
             try:
                 value = int(out)
             except (TypeError, ValueError, OverflowError):
                 raise _Fail(f"{label}: expected an integer; got {type(out).__name__}") from None
             if value != out or value != k:
-                raise _Fail(f"{label}: k(n) should be {k}; got {out!r}")
+                raise _Fail(f"{label}: k(n) should be {k}; got {out!r}{hint}")
         return test
 
-    cases = [(f"lag_span_dimension on {label}", args, expect(reference(*args)))
+    relative = ("; count the singular values above a tolerance RELATIVE to the largest one, "
+                "not above a fixed number")
+    cases = [(f"lag_span_dimension on {label}", args,
+              expect(reference(*args), relative if "lags" in label else ""))
              for label, args, _ in _lag_span_cases()]
     return _run("Chapter 2: lag span by hand", _on_its_own(lag_span_dimension, SPAN_ROUTINES), cases,
-                f"correct k(n) on {len(cases)} systems (rotations, repeats, plateau, SISO, B = 0), "
-                "without ssmheads.span")
+                f"correct k(n) on {len(cases)} systems, without ssmheads.span:\n  rotations, "
+                "repeats, plateau, SISO, B = 0, lags of size 1e-10 and 1e8")
 
 
 def _system_profile(make_system: Callable, label: str, p: int | None, d: int | None, n_min: int):
