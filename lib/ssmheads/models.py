@@ -746,10 +746,11 @@ class ElmanRNN(_Layer):
         return W
 
     def _interaction(self, X: np.ndarray, drive: np.ndarray) -> np.ndarray:
-        """``W[i, j] = W_y D_i W_h ... D_(j+1) W_h D_j W_x`` for ``j <= i``, from a checked ``X``.
+        """``W[i, j] = W_y D_i W_h ... D_(j+1) W_h D_j W_x`` for ``j <= i``.
 
-        Core of :meth:`interaction`; ``drive[t] = W_x x_t``. No tanh of a state:
-        each state ``h_(t-1)`` is read off the blocks built so far.
+        Core of :meth:`interaction`, on a checked ``X``, with
+        ``drive[t] = W_x x_t``. No tanh of a state: each state
+        ``h_(t-1)`` is read off the blocks built so far.
         """
         n = X.shape[0]
         # G[t, j]: the block of the state h_t on the token x_j
