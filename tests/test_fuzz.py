@@ -326,7 +326,7 @@ for _layer, _methods, _deg in (
                                                                  "interaction": 0}),
         (S5_, ("forward", "interaction"), {"forward": 1, "interaction": 0}),
         (MAMBA, ("forward", "interaction", "coefficients", "jacobian"), {}),
-        (MAMBA2, ("forward", "interaction", "coefficients"), {}),
+        (MAMBA2, ("forward", "interaction", "coefficients", "steps"), {}),
         (HYBRID, ("forward", "interaction"), {"forward": 1, "interaction": 0})):
     for _method in _methods:
         TARGETS[f"{type(_layer).__name__}.{_method}"] = Target(

@@ -591,7 +591,9 @@ class S4D(_Layer):
     Notes
     -----
     The factor 2 and the real part follow S4D's code: ``Lambda`` holds one
-    eigenvalue of each conjugate pair, the other is implied. **Kernel.**
+    eigenvalue of each conjugate pair, the other is implied. No skip term ``D``
+    (S4D's code adds ``D x_t``; it would add ``diag(D)`` to the lag-0 operator).
+    :meth:`as_linear_ssm` gives the equivalent real SSM. **Kernel.**
     ``K^(c)_l = 2 Re(sum_n C_cn A_bar_cn^l B_bar_cn)``. **Operator.** Channels do
     not mix, so ``W_ij = diag_c(K^(c)_{i-j})`` for ``j <= i``: ``p = d``, and the
     span lies in the ``d`` diagonal matrices, interaction rank ``<= min(n, d)``.
@@ -669,6 +671,34 @@ class S4D(_Layer):
         out[:, idx, idx] = K
         return out
 
+    def as_linear_ssm(self) -> LinearSSM:
+        """An equivalent real :class:`~ssmheads.models.LinearSSM` with state size ``2 d N``.
+
+        Mode ``m`` of channel ``c`` is the real pair ``(Re h, Im h)`` of its complex
+        state, with the block ``[[Re a, -Im a], [Im a, Re a]]`` (``a = A_bar[c, m]``),
+        input column ``c`` of ``B`` equal to ``(Re B_bar, Im B_bar)`` and output row
+        ``c`` of ``C`` equal to ``(2 Re C, -2 Im C)``, since
+        ``2 Re(C h) = 2 Re C Re h - 2 Im C Im h``. Its lags are :meth:`lag_operators`.
+        """
+        return LinearSSM(*self._real_system())
+
+    def _real_system(self):
+        """``(A, B, C)`` of :meth:`as_linear_ssm`: real arrays, state size ``M = 2 d N``."""
+        d, N = self.d, self.N
+        M = d * N
+        check_allocation("Lambda", (2 * M, 2 * M), "the real state matrix", "use fewer channels or modes")
+        a, b, c = self.A_bar.ravel(), self.B_bar.ravel(), self.C.ravel()  # index c N + m
+        idx, chan = np.arange(M), np.repeat(np.arange(d), N)
+        A = np.zeros((2 * M, 2 * M))
+        A[idx, idx] = A[M + idx, M + idx] = a.real
+        A[idx, M + idx] = -a.imag
+        A[M + idx, idx] = a.imag
+        B = np.zeros((2 * M, d))
+        B[idx, chan], B[M + idx, chan] = b.real, b.imag
+        C = np.zeros((d, 2 * M))
+        C[chan, idx], C[chan, M + idx] = 2.0 * c.real, -2.0 * c.imag
+        return A, B, C
+
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = diag(K[i - j])`` for ``j <= i``; shape ``(n, n, d, d)``."""
         n = self._input(X).shape[0]
@@ -696,8 +726,13 @@ class S5(_Layer):
     Time-invariant: ``W_ij = K_{i-j} = Re(C diag(A_bar)^{i-j} B_bar)``, the
     operator of a real :class:`~ssmheads.models.LinearSSM` (:meth:`as_linear_ssm`),
     so the head-count theorem (Theorem 3.1) applies: interaction rank ``k(n)``, and ``k(n)`` heads.
-    No skip term ``D`` (add a :class:`~ssmheads.models.PositionwiseLinear` in a
-    :class:`Hybrid` if needed).
+    **Conventions.** S5's code (``conj_sym=True``) keeps one mode of each conjugate
+    pair, ``N/2`` modes with ``B~``, ``C~``, and outputs ``2 Re(C~ h~)``. This class
+    keeps all ``N`` modes and outputs ``Re(C h)``; the two agree when the modes, the
+    rows of ``B`` and the columns of ``C`` come in conjugate pairs, ``C = [C~, conj C~]``,
+    and then ``C h`` is real and ``k(n) <= min(n, p d, N)``. Without that symmetry
+    ``k(n) <= min(n, p d, 2N)``. No skip term ``D`` (S5 has one; add a
+    :class:`~ssmheads.models.PositionwiseLinear` in a :class:`Hybrid` if needed).
     """
 
     def __init__(self, Lambda, B, C, dt):
@@ -795,12 +830,12 @@ class S5(_Layer):
 
 
 def _selective_scan(U, Delta, Bt, Ct, A, D):
-    """Mamba-1's selective scan on checked arrays: ``Y (n, d_inner)``.
+    """Mamba-1's selective scan: ``Y (n, d_inner)``.
 
-    ``U, Delta (n, d_inner)``, ``Bt, Ct (n, N)``, ``A (d_inner, N)``,
-    ``D (d_inner,)``. Core of :meth:`Mamba.forward`, which checks
-    ``X``, computes ``u_t``, ``Delta_t``, ``B_t``, ``C_t`` and checks
-    the output. Row ``c`` of ``h`` is the diagonal SSM of channel ``c``.
+    ``U, Delta (n, d_inner)`` the inputs ``u_t`` and the steps,
+    ``Bt, Ct (n, N)``, ``A (d_inner, N)``, ``D (d_inner,)``; called by
+    :meth:`Mamba.forward`. Row ``c`` of ``h`` is the diagonal SSM of
+    channel ``c``.
     """
     n, d_inner = U.shape
     N = A.shape[1]
@@ -819,16 +854,15 @@ def _selective_scan(U, Delta, Bt, Ct, A, D):
 
 
 def _ssd_chunked(U, log_a, Bt, Ct, chunk):
-    """Mamba-2's chunked SSD on checked arrays; shape ``(n, heads, P)``.
+    """Mamba-2's chunked SSD; shape ``(n, heads, P)``.
 
-    ``U (n, heads, P)``, ``log_a (n, heads)``, ``Bt, Ct (n, N)``,
-    chunks of ``chunk`` tokens (``c`` in the text). Returns each head's
-    own output ``y^h_t``, before ``W_out``. Core of
-    :meth:`Mamba2.ssd_forward` (after ``ssd_minimal`` of Dao & Gu 2024),
-    which checks ``X`` and ``chunk``, computes the projections and
-    applies ``W_out``. einsum letters: ``h`` a head, ``t, s`` tokens of
-    the chunk, ``m`` a state coordinate (``N`` of them), ``p`` a
-    coordinate of the head (``P`` of them).
+    ``U (n, heads, P)`` the inputs times the steps, ``Delta^h_t u^h_t``;
+    ``log_a (n, heads)`` is ``Delta A``; ``Bt, Ct (n, N)``; chunks of
+    ``chunk`` tokens (``c`` in the text). Returns each head's output
+    ``y^h_t``, before ``W_out``. After ``ssd_minimal_discrete`` of
+    Dao & Gu 2024, which is called with ``x * dt`` and ``A * dt`` too.
+    einsum letters: ``h`` a head, ``t, s`` tokens of the chunk, ``m`` a
+    state coordinate (``N`` of them), ``p`` a coordinate of the head.
     """
     n, heads, P = U.shape
     # H[h] is H^h_{t0-1}, head h's N x P state before the chunk
@@ -1018,31 +1052,43 @@ class Mamba2(_Layer):
     Derived in Chapter 5, Theorem 5.1 (one SSD head is one factorized head; the chunked form, ``_ssd_chunked``, in Section 5.7).
 
     ``u_t = W_in x_t`` split into ``heads`` heads of size ``P = d_inner / heads``;
-    ``a^h_t = exp(-softplus(w_a[h] . x_t))`` in ``(0, 1)``; ``B_t = W_B x_t``,
-    ``C_t = W_C x_t`` (``N``, shared by the heads); per head
-    ``H^h_t = a^h_t H^h_{t-1} + B_t (u^h_t)^T`` (``N x P``), ``y^h_t = (H^h_t)^T C_t``,
-    ``y_t = W_out concat_h(y^h_t)``.
+    per head a step ``Delta^h_t = softplus(w_a[h] . x_t + dt_bias[h])`` and a decay
+    ``a^h_t = exp(Delta^h_t A_h)`` in ``(0, 1)``, ``A_h = -exp(A_log[h])``;
+    ``B_t = W_B x_t``, ``C_t = W_C x_t`` (``N``, shared by the heads); per head
+    ``H^h_t = a^h_t H^h_{t-1} + Delta^h_t B_t (u^h_t)^T`` (``N x P``),
+    ``y^h_t = (H^h_t)^T C_t``, ``y_t = W_out concat_h(y^h_t)``.
 
     Parameters
     ----------
     W_in : array, shape (d_inner, d)
     W_out : array, shape (p, d_inner)
     w_a : array, shape (heads, d)
+        The step projection (Mamba-2's ``dt`` rows of ``in_proj``): it sets
+        ``Delta^h_t`` and so the decay ``a^h_t``.
     W_B, W_C : arrays, shape (N, d)
     heads : int, dividing ``d_inner``
+    A_log : array, shape (heads,), optional
+        ``A_h = -exp(A_log[h])``; zero if omitted (``A_h = -1``). Entries above 709
+        overflow and are refused.
+    dt_bias : array, shape (heads,), optional
+        Added to ``w_a[h] . x_t`` inside the softplus; zero if omitted.
 
     Notes
     -----
-    ``a_t = exp(-softplus(.))`` is ``exp(Delta_t A)`` with ``A = -1`` and
-    ``Delta_t = softplus(w_a . x_t)``; the ``Delta`` that Mamba-2 puts on ``B`` is
-    absorbed into ``B_t``; no gate, no short convolution, no normalisation.
-    **Operator.** Unrolling, ``y^h_t = sum_{s<=t} L^h_ts (C_t^T B_s) u^h_s`` with
-    ``L^h_ts = prod_{r=s+1}^t a^h_r``, so
-    ``W_ts(X) = sum_h L^h_ts (C_t^T B_s) W_out^h W_in^h``: each head one scalar
-    times one matrix, rank 1 whatever ``N``; ``heads`` heads give rank ``<= heads``.
+    As in Mamba-2's reference code, ``Delta`` multiplies the input and sets the decay:
+    ``ssd_minimal_discrete`` is called with ``x * dt`` and ``A * dt``
+    (``dt = softplus(dt_proj + dt_bias)``, one per head). ``Delta^h_t`` is per head and
+    nonlinear in ``x_t``, so it cannot be folded into ``B_t``, which is linear in
+    ``x_t`` and shared by the heads. Left out: the gate ``silu(z)`` and its RMSNorm,
+    the short convolution, ``D``.
+    **Operator.** Unrolling, ``y^h_t = sum_{s<=t} L^h_ts Delta^h_s (C_t^T B_s) u^h_s``
+    with ``L^h_ts = prod_{r=s+1}^t a^h_r``, so
+    ``W_ts(X) = sum_h L^h_ts Delta^h_s (C_t^T B_s) W_out^h W_in^h``: each head one
+    scalar times one matrix, rank 1 whatever ``N``; ``heads`` heads give rank
+    ``<= heads``.
     """
 
-    def __init__(self, W_in, W_out, w_a, W_B, W_C, heads):
+    def __init__(self, W_in, W_out, w_a, W_B, W_C, heads, A_log=None, dt_bias=None):
         W_in = _param("W_in", W_in, 2, "(d_inner, d)")
         check_nonempty("W_in", W_in, 0, "the inner width d_inner")
         check_nonempty("W_in", W_in, 1, "the token width d")
@@ -1062,7 +1108,15 @@ class Mamba2(_Layer):
         W_C = _param("W_C", W_C, 2, "(N, d)")
         check_size("W_C", W_C, 0, W_B.shape[0], "the state size N of W_B")
         check_size("W_C", W_C, 1, d, "the token width d of W_in")
+        A_log = np.zeros(heads) if A_log is None else _param("A_log", A_log, 1, "(heads,)")
+        check_size("A_log", A_log, 0, heads, "the number of heads")
+        if np.any(A_log > _LOG_MAX):
+            raise ValueError(f"A_log must be at most {_LOG_MAX:.0f}: A = -exp(A_log) overflows beyond it; got "
+                             f"max A_log = {np.max(A_log):.4g}")
+        dt_bias = np.zeros(heads) if dt_bias is None else _param("dt_bias", dt_bias, 1, "(heads,)")
+        check_size("dt_bias", dt_bias, 0, heads, "the number of heads")
         self.W_in, self.W_out, self.w_a, self.W_B, self.W_C = W_in, W_out, w_a, W_B, W_C
+        self.A_log, self.dt_bias, self.A = A_log, dt_bias, -np.exp(A_log)
         self.heads, self.d_inner, self.d = heads, e, d
         self.P, self.N, self.p = e // heads, W_B.shape[0], W_out.shape[0]
 
@@ -1070,14 +1124,20 @@ class Mamba2(_Layer):
         return f"Mamba2(d={self.d}, p={self.p}, d_inner={self.d_inner}, heads={self.heads}, N={self.N})"
 
     def _projections(self, X):
+        """``U (n, heads, P)``, the steps ``Delta (n, heads)``, ``log a = Delta A (n, heads)``, ``B_t``, ``C_t``."""
         with np.errstate(over="ignore", invalid="ignore"):
             U = X @ self.W_in.T
-            log_a = -_softplus(X @ self.w_a.T)  # (n, heads), <= 0
+            Delta = _softplus(X @ self.w_a.T + self.dt_bias)  # (n, heads), > 0
+            log_a = Delta * self.A  # (n, heads), <= 0
             Bt, Ct = X @ self.W_B.T, X @ self.W_C.T
-        for M, what in ((U, "u = W_in x"), (log_a, "log a = -softplus(w_a x)"), (Bt, "B_t = W_B x"),
-                        (Ct, "C_t = W_C x")):
+        for M, what in ((U, "u = W_in x"), (Delta, "Delta = softplus(w_a x + dt_bias)"),
+                        (log_a, "log a = Delta A"), (Bt, "B_t = W_B x"), (Ct, "C_t = W_C x")):
             _finite_or_raise(M, _scale_message(what))
-        return U.reshape(-1, self.heads, self.P), log_a, Bt, Ct
+        return U.reshape(-1, self.heads, self.P), Delta, log_a, Bt, Ct
+
+    def steps(self, X) -> np.ndarray:
+        """The steps ``Delta[t, h] = softplus(w_a[h] . x_t + dt_bias[h])``, shape ``(n, heads)``."""
+        return self._projections(self._input(X))[1]
 
     def _out(self, Yh):
         with np.errstate(over="ignore", invalid="ignore"):
@@ -1089,22 +1149,25 @@ class Mamba2(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.d_inner), "the head outputs", "use a shorter X")
-        U, log_a, Bt, Ct = self._projections(X)
+        U, Delta, log_a, Bt, Ct = self._projections(X)
         a = np.exp(log_a)
         H = np.zeros((self.heads, self.N, self.P))
         Yh = np.empty((n, self.heads, self.P))
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             for t in range(n):
-                H = a[t][:, None, None] * H + Bt[t][None, :, None] * U[t][:, None, :]
+                # H^h_t = a^h_t H^h_(t-1) + Delta^h_t B_t (u^h_t)^T
+                H = a[t][:, None, None] * H + Bt[t][None, :, None] * (Delta[t][:, None] * U[t])[:, None, :]
                 Yh[t] = np.einsum("hmp,m->hp", H, Ct[t])
         return self._out(Yh)
 
     def ssd_forward(self, X, chunk: int) -> np.ndarray:
         """The chunked SSD algorithm (Dao & Gu 2024, section 6; ``ssd_minimal``); shape ``(n, p)``.
 
-        Per chunk: the quadratic (attention-like) form ``(L * C B^T) U`` inside it,
-        plus the state carried in, ``exp(cumsum log a) C^T H``; the chunk's final
-        state ``H <- exp(sum log a) H + sum_s exp(sum_{r>s} log a_r) B_s u_s^T``
+        Called, as Mamba-2's reference ``ssd_minimal_discrete``, with the inputs scaled
+        by the steps, ``Delta^h_t u^h_t``, and ``log a = Delta A``. Per chunk: the
+        quadratic (attention-like) form ``(L * C B^T) (Delta U)`` inside it, plus the
+        state carried in, ``exp(cumsum log a) C^T H``; the chunk's final state
+        ``H <- exp(sum log a) H + sum_s exp(sum_{r>s} log a_r) B_s (Delta_s u_s)^T``
         is passed to the next chunk.
         """
         X = self._input(X)
@@ -1112,22 +1175,22 @@ class Mamba2(_Layer):
         n = X.shape[0]
         c = min(chunk, n)
         check_allocation("chunk", (self.heads, c, c), "the within-chunk decays", "use a smaller chunk")
-        U, log_a, Bt, Ct = self._projections(X)
+        U, Delta, log_a, Bt, Ct = self._projections(X)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            Yh = _ssd_chunked(U, log_a, Bt, Ct, c)
+            Yh = _ssd_chunked(Delta[:, :, None] * U, log_a, Bt, Ct, c)
         return self._out(Yh)
 
     def coefficients(self, X) -> np.ndarray:
-        """``alpha[h, t, s] = L^h_ts C_t^T B_s`` (zero for ``s > t``), shape ``(heads, n, n)``."""
+        """``alpha[h, t, s] = L^h_ts Delta^h_s C_t^T B_s`` (zero for ``s > t``), shape ``(heads, n, n)``."""
         return self._coefficients(self._input(X))
 
     def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (self.heads, n, n), "the weights alpha", _NO_OPERATOR)
-        _, log_a, Bt, Ct = self._projections(X)
+        _, Delta, log_a, Bt, Ct = self._projections(X)
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-            alpha = np.exp(_segsum(log_a.T)) * (Ct @ Bt.T)[None]
-        return _finite_or_raise(alpha, _scale_message("a weight L C^T B"))
+            alpha = np.exp(_segsum(log_a.T)) * Delta.T[:, None, :] * (Ct @ Bt.T)[None]
+        return _finite_or_raise(alpha, _scale_message("a weight L Delta C^T B"))
 
     def value_maps(self) -> np.ndarray:
         """``V_h = W_out^h W_in^h`` (``W_out`` columns and ``W_in`` rows of head ``h``), shape ``(heads, p, d)``."""
@@ -1226,11 +1289,24 @@ class Hybrid(_Layer):
 # The summary table
 
 
+class MarkdownText(str):
+    """A string that a notebook shows as Markdown; its plain-text form is the Markdown source.
+
+    Used in Chapter 5, Section 5.13.
+    """
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 @dataclasses.dataclass(frozen=True)
 class RankRow:
     """One row of :func:`rank_table`.
 
-    Used in Chapter 5, Section 5.12.
+    Used in Chapter 5, Section 5.13.
 
     Attributes
     ----------
@@ -1242,11 +1318,14 @@ class RankRow:
         For a time-invariant layer, the heads the head-count theorem (Theorem 3.1) needs (the dimension of
         its lag span ``k(n)``); ``None`` for input-dependent layers.
     gradient_ratio : float
-        ``||dy_n / dx_1|| / ||dy_n / dx_n||`` (Frobenius) on the table's first input:
-        how much gradient crosses the whole sequence relative to the local one.
+        ``||dy_n / dx_1||_F / ||dy_n / dx_n||_F`` (Frobenius norms) on the table's
+        first input: how much gradient crosses the whole sequence relative to the
+        local one.
     cost : str
-        Forward cost per token of the layer's forms, as ``O(.)`` (a label, not a
-        measurement).
+        Forward cost per token of the layer's sequence mixing (projections left
+        out), as ``O(.)`` for each form: a label read off the algorithm, not a
+        measurement. ``c`` is a chunk size; the chunked labels include the state
+        term (``d_k p`` for retention, ``N P`` per SSD head).
     forms : str
         The forms compared (``interaction`` is ``apply_interaction(interaction(X), X)``).
     gap : float
@@ -1267,28 +1346,48 @@ class RankRow:
 class RankTable:
     """The rows of :func:`rank_table`; ``str()`` and :meth:`to_markdown` print it with fixed precision.
 
-    Used in Chapter 5, Section 5.12.
+    Used in Chapter 5, Section 5.13.
+
+    In a notebook the table shows as a Markdown table (``_repr_markdown_``); its plain
+    text form is the same Markdown source.
     """
 
     n: int
     seed: int
     rows: tuple
 
-    def to_markdown(self) -> str:
-        """A Markdown table; the ratio with 2 significant digits, the gap as a power-of-ten bound."""
-        lines = ["| architecture | interaction rank | heads (LTI, k(n)) | grad ratio y_n/x_1 : y_n/x_n | "
-                 "cost per token | forms that agree | max gap |",
-                 "|---|---|---|---|---|---|---|"]
+    #: The columns of :meth:`to_markdown`: ``part`` -> (header, cell of a row) pairs.
+    _PARTS = {
+        "ranks": ("interaction rank", "heads (LTI, $k(n)$)", "gradient ratio", "largest gap"),
+        "costs": ("cost per token", "forms that agree"),
+    }
+
+    def to_markdown(self, part: str | None = None) -> MarkdownText:
+        """A Markdown table: all columns, or ``part="ranks"`` or ``part="costs"``.
+
+        The gradient ratio has 2 significant digits; the gap is printed as ``< 1e-12``
+        when it is below ``1e-12`` (rounding level at these sizes, so the printed text
+        does not depend on the last bits), else as the next power of ten above it.
+        """
+        if part is not None and part not in self._PARTS:
+            raise ValueError(f"part must be None, 'ranks' or 'costs'; got {part!r}")
+        headers = self._PARTS["ranks"] + self._PARTS["costs"] if part is None else self._PARTS[part]
+        lines = ["| architecture | " + " | ".join(headers) + " |", "|---" * (len(headers) + 1) + "|"]
         for r in self.rows:
-            heads = "—" if r.heads is None else str(r.heads)
-            gap = "0" if r.gap == 0 else f"< 1e{math.ceil(math.log10(r.gap)) if r.gap > 0 else 0}"
-            if r.gap > 0 and 10.0 ** math.ceil(math.log10(r.gap)) == r.gap:
-                gap = f"<= 1e{int(math.log10(r.gap))}"
-            lines.append(f"| {r.architecture} | {r.rank} | {heads} | {r.gradient_ratio:.2g} | {r.cost} | "
-                         f"{r.forms} | {gap} |")
-        return "\n".join(lines)
+            gap = "< 1e-12" if r.gap < 1e-12 else f"< 1e{math.floor(math.log10(r.gap)) + 1}"
+            cells = {"interaction rank": str(r.rank), "heads (LTI, $k(n)$)": "—" if r.heads is None else str(r.heads),
+                     "gradient ratio": f"{r.gradient_ratio:.2g}", "largest gap": gap,
+                     "cost per token": r.cost, "forms that agree": r.forms}
+            lines.append(f"| {r.architecture} | " + " | ".join(cells[h] for h in headers) + " |")
+        return MarkdownText("\n".join(lines))
 
     def __str__(self) -> str:
+        return self.to_markdown()
+
+    def __repr__(self) -> str:
+        return self.to_markdown()
+
+    def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
 
@@ -1318,8 +1417,11 @@ def _rank_layers(rng, d):
     def att():
         return g((dk, d)) / np.sqrt(d), g((dk, d)) / np.sqrt(d), g((d, d)) / np.sqrt(d)
 
+    # S5 as published: modes, rows of B and columns of C in conjugate pairs (C h real)
     lam = -np.exp(g(N // 2)) + 1j * np.pi * rng.uniform(0.1, 1.0, N // 2)
-    s5 = S5(np.concatenate([lam, lam.conj()]), g((N, d)) + 0j, g((d, N)) + 0j, 0.5)
+    B_half, C_half = g((N // 2, d)) + 1j * g((N // 2, d)), g((d, N // 2)) + 1j * g((d, N // 2))
+    s5 = S5(np.concatenate([lam, lam.conj()]), np.vstack([B_half, B_half.conj()]),
+            np.hstack([C_half, C_half.conj()]), 0.5)
     s4d = S4D(-np.exp(g((d, N))) + 1j * g((d, N)), g((d, N)), g((d, N)) + 1j * g((d, N)),
               np.exp(g(d) - 1.0))
     conv = Convolution(g((3, d, d)))
@@ -1339,27 +1441,30 @@ def _rank_layers(rng, d):
     def conv_heads(n):
         return _rank(conv.kernel[:n])
 
+    def pos_heads(n):
+        return _rank(pos.W[None])  # its one lag operator, K_0 = W
+
     ssd1, ssd3 = ssd(1), ssd(3)
     la = LinearAttention(*att())
     ret = Retention(*att(), gamma=0.9, theta=0.3)
+    parallel = "$O(n(d_k+p))$ parallel"
+    ssd_cost = r"$O(Nd_{\rm inner})$ recurrent, $O(c(N+P)+NP)$ per head chunked"
     return [
-        ("position-wise linear", pos, lambda n: 1, "O(pd)", {}),
-        ("causal convolution, 3 taps", conv, conv_heads, "O(w pd)", {}),
-        ("LTI SSM (S5, MIMO)", s5, s5._heads_needed, "O(N(d+p)) recurrent",
+        ("position-wise linear", pos, pos_heads, "$O(pd)$", {}),
+        ("causal convolution, 3 taps", conv, conv_heads, "$O(wpd)$", {}),
+        ("LTI SSM (S5, MIMO)", s5, s5._heads_needed, "$O(N(d+p))$ recurrent",
          {"as LinearSSM": s5.as_linear_ssm().forward}),
-        ("S4D (SISO per channel)", s4d, lags_rank(s4d), "O(dN) recurrent, O(d log n) FFT",
+        ("S4D (SISO per channel)", s4d, lags_rank(s4d), r"$O(dN)$ recurrent, $O(d\log n)$ FFT",
          {"convolution": s4d.convolution_forward}),
-        ("linear attention", la, None, "O(d_k p) recurrent", {"recurrent": la.recurrent_forward}),
-        ("retention (RetNet)", ret, None, "O(d_k p) recurrent, O(n d_k) parallel",
+        ("linear attention", la, None, f"$O(d_kp)$ recurrent, {parallel}", {"recurrent": la.recurrent_forward}),
+        ("retention (RetNet)", ret, None, f"$O(d_kp)$ recurrent, {parallel}, $O(c(d_k+p)+d_kp)$ chunkwise",
          {"recurrent": ret.recurrent_forward, "chunkwise(5)": lambda X: ret.chunkwise_forward(X, 5)}),
-        ("ALiBi softmax head", ALiBiAttention(*att(), slope=0.5), None, "O(n d_k)", {}),
-        ("RoPE softmax head", RoPEAttention(*att()), None, "O(n d_k)", {}),
-        ("softmax MHA, 2 heads", mha, None, "O(n H d_k)", {}),
-        ("Mamba-1 selective scan", mamba, None, "O(d_inner N) recurrent", {}),
-        ("Mamba-2 SSD, 1 head", ssd1, None, "O(N d_inner) recurrent, O(c N) chunked",
-         {"ssd(5)": lambda X: ssd1.ssd_forward(X, 5)}),
-        ("Mamba-2 SSD, 3 heads", ssd3, None, "O(N d_inner) recurrent, O(c N) chunked",
-         {"ssd(5)": lambda X: ssd3.ssd_forward(X, 5)}),
+        ("ALiBi softmax head", ALiBiAttention(*att(), slope=0.5), None, "$O(n(d_k+p))$", {}),
+        ("RoPE softmax head", RoPEAttention(*att()), None, "$O(n(d_k+p))$", {}),
+        ("softmax MHA, 2 heads", mha, None, "$O(nH(d_k+d_v))$", {}),
+        ("Mamba-1 selective scan", mamba, None, r"$O(d_{\rm inner}N)$ recurrent", {}),
+        ("Mamba-2 SSD, 1 head", ssd1, None, ssd_cost, {"ssd(5)": lambda X: ssd1.ssd_forward(X, 5)}),
+        ("Mamba-2 SSD, 3 heads", ssd3, None, ssd_cost, {"ssd(5)": lambda X: ssd3.ssd_forward(X, 5)}),
         ("hybrid: S4D then 2-head MHA", hyb, None, "sum of its layers'", {}),
     ]
 
@@ -1367,7 +1472,7 @@ def _rank_layers(rng, d):
 def rank_table(n: int = 16, seed: int = 0, inputs: int = 3) -> RankTable:
     """The summary table of Chapter 5, every number computed.
 
-    Used in Chapter 5, Section 5.12.
+    Used in Chapter 5, Section 5.13.
 
     One row per architecture (position-wise linear, convolution, S5, S4D, linear
     attention, retention, ALiBi, RoPE, softmax multi-head attention, Mamba-1,

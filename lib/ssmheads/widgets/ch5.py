@@ -21,7 +21,7 @@ ARCHITECTURE_NAMES = ("linear attention", "retention", "ALiBi head", "RoPE head"
 def architecture_gallery(d: int = 2, seed: int = 0) -> dict:
     """One layer of each architecture of Chapter 5, on tokens of dimension ``d``, weights from ``seed``.
 
-    Used in Chapter 5, Section 5.13.
+    Used in Chapter 5, Section 5.14.
 
     The sizes are small and fixed (``d_k = 2``, state size ``N = 4``, ``d_inner = 2 d`` for
     Mamba, ``P = 2`` per Mamba-2 head); the S4D and S5 eigenvalues have real parts in
@@ -67,7 +67,7 @@ def _gallery(d, seed):
 def architecture_explorer_figure(architecture: str = "Mamba", n: int = 16, seed: int = 0):
     """An architecture's operator ``W_ij(X)`` on two random inputs, side by side, one colour scale.
 
-    Used in Chapter 5, Section 5.13.
+    Used in Chapter 5, Section 5.14.
 
     The layer is ``architecture_gallery(d=2, seed=seed)[architecture]``; the inputs are
     standard normal ``(n, 2)`` sequences from seeds ``seed + 100`` and ``seed + 101``.
@@ -98,7 +98,7 @@ def architecture_explorer_figure(architecture: str = "Mamba", n: int = 16, seed:
 def architecture_explorer():
     """Explorer for Chapter 5: pick an architecture, ``n`` and a seed; see its operator on two inputs.
 
-    Used in Chapter 5, Section 5.13.
+    Used in Chapter 5, Section 5.14.
 
     Returns
     -------
