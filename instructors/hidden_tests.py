@@ -1263,9 +1263,10 @@ def hidden_ssd(ssd_operator):
     H=2, n=8, N=5, p=3, d=2; n = 1 (H=1, N=4); H = 4 heads with N = p = d = 1, n = 3;
     decays close to 1 (H=3, n=6, N=2); strong decays a in [1e-8, 1e-6] over n = 70 tokens
     (the products underflow to 0: dividing cumulative products gives 0/0 there, a cumulative
-    sum of logs does not). Reference: the recurrence S_t = a_t S_(t-1) + B_t x_t^T,
-    y_t = sum_h V_h S_t^T C_t, run on every unit input; tolerance 1e-9 as in the check.
-    The library's SSD routines are switched off while the answer runs.
+    sum of logs does not). Steps dt in [0.05, 3]. Reference: the recurrence
+    S_t = a_t S_(t-1) + dt_t B_t x_t^T, y_t = sum_h V_h S_t^T C_t, run on every unit input;
+    tolerance 1e-9 as in the check. The library's SSD routines are switched off while the
+    answer runs.
     """
     import numpy as np
 
@@ -1302,40 +1303,45 @@ def hidden_ssd(ssd_operator):
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
 
-    def by_recurrence(a, B, C, V):
+    def by_recurrence(a, dt, B, C, V):
         H, n = a.shape
         coeff = np.zeros((H, n, n))               # coeff[h, t, s]: what source s contributes at time t
         state = np.zeros((H, n, B.shape[1]))      # state[h, s]: the part of S^h_t fed by the token at s
         for t in range(n):
             state = a[:, t, None, None] * state
-            state[:, t] += B[t]
+            state[:, t] += dt[:, t, None] * B[t]
             coeff[:, t] = state @ C[t]
         return np.einsum("hts,hpd->tspd", coeff, V)
 
     rng = np.random.default_rng(191)
     for H, n, N, p, d, low, high in ((2, 8, 5, 3, 2, 0.3, 0.99), (1, 1, 4, 2, 3, 0.3, 0.95), (4, 3, 1, 1, 1, 0.3, 0.95),
                                      (3, 6, 2, 2, 2, 0.99, 0.999999), (2, 70, 3, 1, 2, 1e-8, 1e-6)):
-        a = rng.uniform(low, high, (H, n))
+        a, dt = rng.uniform(low, high, (H, n)), rng.uniform(0.05, 3.0, (H, n))
         B, C = rng.standard_normal((n, N)), rng.standard_normal((n, N))
         V = rng.standard_normal((H, p, d))
-        expected = by_recurrence(a, B, C, V)
-        what = (f"ssd_operator(a, B, C, V) with H={H}, n={n}, N={N}, p={p}, d={d}, decays a in [{low:g}, {high:g}]"
+        expected = by_recurrence(a, dt, B, C, V)
+        what = (f"ssd_operator(a, dt, B, C, V) with H={H}, n={n}, N={N}, p={p}, d={d}, "
+                f"decays a in [{low:g}, {high:g}]"
                 + (" (products of decays underflow to 0: a ratio of cumulative products gives 0/0)" if n == 70 else ""))
-        got = array(call(what, a.copy(), B.copy(), C.copy(), V.copy()), (n, n, p, d), what)
+        got = array(call(what, a.copy(), dt.copy(), B.copy(), C.copy(), V.copy()), (n, n, p, d), what)
         scale = max(1.0, float(np.abs(expected).max()))
         bad = np.abs(got - expected) > 1e-9 * scale
         where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
         hint = ""
         if where is not None:
             t, s = where[:2]
+            no_step = by_recurrence(a, np.ones_like(dt), B, C, V)
             if s > t:
                 hint = "; W_ts must be 0 for s > t (the layer is causal)"
+            elif np.abs(got - no_step).max() <= 1e-9 * scale:
+                hint = "; the step dt is left out: the input written at s is dt_s B_s x_s^T"
             elif s == t:
-                hint = "; on the diagonal L_tt = 1 (an empty product): W_tt = sum_h (C_t . B_t) V_h"
+                hint = "; on the diagonal L_tt = 1 (an empty product): W_tt = sum_h dt^h_t (C_t . B_t) V_h"
             else:
-                hint = f"; L_ts = a_(s+1) ... a_t, the decays after s up to t (here a_{s + 1} ... a_{t})"
+                hint = (f"; L_ts = a_(s+1) ... a_t, the decays after s up to t (here a_{s + 1} ... a_{t}), "
+                        "and the step is dt_s, read at the source")
         assert where is None, (f"{what}: entry (t, s, row, col) = {where} should be {expected[where]:.6g}; got "
-                               f"{got[where]:.6g} (W_ts = sum_h L^h_ts (C_t . B_s) V_h){hint}")
+                               f"{got[where]:.6g} (W_ts = sum_h L^h_ts dt^h_s (C_t . B_s) V_h){hint}")
 
 
 HIDDEN_TESTS = {

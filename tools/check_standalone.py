@@ -52,11 +52,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from queue import Empty, Queue
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from check_outputs import CELL_TIMEOUT  # noqa: E402  (every tool that runs the chapters allows the same)
+from check_outputs import CELL_TIMEOUT, NBCLIENT_WAKEUP_FIX  # noqa: E402  (shared by the tools that run chapters)
 
 KERNEL_NAME = "ssmheads-standalone"
 # ipykernel below 7, as requirements.txt pins it (and as Colab runs 6.x): under ipykernel 7.4
@@ -112,6 +114,7 @@ from nbclient import NotebookClient
 
 nb_in, nb_out, meta_out, kernel_name, timeout, probe_key = sys.argv[1:7]
 probes = json.loads(sys.argv[7])
+exec(sys.argv[8], {})  # check_outputs.NBCLIENT_WAKEUP_FIX: nbclient#312's lost wake-up
 spec = KernelSpecManager().get_kernel_spec(kernel_name)
 # The kernel must run this environment's interpreter (compare the unresolved
 # paths: every venv's python is a symlink to the same base interpreter).
@@ -423,7 +426,7 @@ def check_notebook(path: Path, venv: Path, work: Path, source: Path, env: dict[s
     nb_out, meta_out = work / f"{path.stem}.executed.ipynb", work / f"{path.stem}.meta.json"
     probes = json.dumps({"before": PROBE_BEFORE, "after": PROBE_AFTER})
     proc = subprocess.run([py, str(driver), str(folder / path.name), str(nb_out), str(meta_out),
-                           KERNEL_NAME, str(timeout), PROBE_KEY, probes],
+                           KERNEL_NAME, str(timeout), PROBE_KEY, probes, NBCLIENT_WAKEUP_FIX],
                           cwd=folder, env=env, capture_output=True, text=True)
     if proc.returncode != 0 or not meta_out.exists():
         return [f"the driver failed (exit {proc.returncode}): {_excerpt(proc.stderr, 12)}"], 0.0, None, ""
@@ -432,13 +435,41 @@ def check_notebook(path: Path, venv: Path, work: Path, source: Path, env: dict[s
     nb, probe = split_probes(executed)
     setup = find_setup_cell(nb)
     problems = notebook_problems(nb, setup)
-    if meta["exception"] and not any(" raised " in p for p in problems):
+    if meta["exception"] and (meta["exception"].startswith("CellTimeoutError")
+                              or not any(" raised " in p for p in problems)):
+        # a cell that timed out shows as one that raised KeyboardInterrupt (nbclient interrupts it)
         problems.append(f"execution stopped: {_excerpt(meta['exception'], 6)}")
     problems += kernel_problems(probe["before"], str(venv))
     if not problems or probe["after"] is not None:  # after an error, a missing probe says nothing new
         problems += origin_problems(probe["after"], str(venv), str(source))
     setup_time = cell_seconds(nb["cells"][setup]) if setup is not None else None
     return problems, meta["seconds"], setup_time, setup_stderr(nb, setup)
+
+
+def make_slot(python: str, wdir: Path, source: Path) -> tuple[Path, dict[str, str], Path]:
+    """A worker's folder, environment variables and fresh venv (with the driver script)."""
+    wdir.mkdir(parents=True)
+    env = clean_env(wdir / "venv", wdir, source)
+    (wdir / "driver.py").write_text(DRIVER)
+    return wdir, env, make_venv(python, wdir, env)
+
+
+def check_with_rerun(path: Path, venv: Path, work: Path, source: Path, env: dict[str, str], timeout: int,
+                     pins: dict[str, str]) -> tuple[list[str], float, float | None, str, str]:
+    """:func:`check_notebook`, once more if a cell timed out; also the versions pip resolved."""
+    for attempt in (1, 2):
+        try:
+            problems, seconds, setup_time, pip_err = check_notebook(path, venv, work, source, env, timeout)
+        except SetupError as exc:
+            problems, seconds, setup_time, pip_err = [str(exc)], 0.0, None, ""
+        # nbclient sometimes waits for the reply to a cell that has finished, the kernel idle
+        # (nbclient#312; seen in Chapter 1 and 3, under ipykernel 6 and 7): run it once more.
+        if attempt == 1 and any("CellTimeoutError" in p or "TimeoutError" in p for p in problems):
+            print(f"{path.name}: a cell timed out after {timeout} s; running the notebook once more", flush=True)
+            continue
+        break
+    versions = format_versions(installed_versions(str(venv / "bin" / "python"), REPORTED, env), pins)
+    return problems, seconds, setup_time, pip_err, versions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -451,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"seconds allowed per cell (default {CELL_TIMEOUT}, as for every tool that runs the "
                              "chapters; the slowest cell, the set-up cell's pip install, takes about 15 s); a "
                              "notebook with a cell that times out is run once more")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="notebooks run at a time, each in its own fresh environment (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory and say where")
     parser.add_argument("-v", "--verbose", action="store_true", help="also show the set-up cell's stderr")
     args = parser.parse_args(argv)
@@ -463,40 +496,48 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="check_standalone-"))
-    passed = failed = 0
+    workers = max(1, min(args.workers, len(notebooks)))
+    results: dict[Path, tuple[list[str], float, float | None, str, str]] = {}
     try:
         source = snapshot_source(ROOT, work)
-        env = clean_env(work / "venv", work, source)
-        (work / "driver.py").write_text(DRIVER)
         try:
-            venv = make_venv(args.python, work, env)
-            py = str(venv / "bin" / "python")
-            tools = installed_versions(py, ["pip", *(re.split(r"[<>=!]", f)[0] for f in FRONT_END)], env)
-            pyver = run([py, "-c", "import platform; print(platform.python_version())"], env=env).stdout.strip()
+            # one fresh environment per worker: each notebook uninstalls ssmheads from its
+            # environment and its set-up cell installs it again, so workers cannot share one
+            with ThreadPoolExecutor(workers) as pool:
+                slots = list(pool.map(lambda i: make_slot(args.python, work / f"w{i}", source), range(workers)))
         except SetupError as exc:
             print(f"standalone: could not set up the fresh environment\n{exc}")
             print(summary_line(0, len(notebooks)))
             return 1
-        print(f"fresh environment: Python {pyver} ({args.python}), "
-              + ", ".join(f"{k} {v}" for k, v in tools.items())
+        py = str(slots[0][2] / "bin" / "python")
+        tools = installed_versions(py, ["pip", *(re.split(r"[<>=!]", f)[0] for f in FRONT_END)], slots[0][1])
+        pyver = run([py, "-c", "import platform; print(platform.python_version())"], env=slots[0][1]).stdout.strip()
+        print(f"fresh environment ({workers} of them, one per notebook run at a time): Python {pyver} "
+              f"({args.python}), " + ", ".join(f"{k} {v}" for k, v in tools.items())
               + f"; ready in {time.perf_counter() - start:.1f} s")
-        print(f"SSMHEADS_SOURCE = snapshot of {ROOT}")
+        print(f"SSMHEADS_SOURCE = snapshot of {ROOT}", flush=True)
+        queue: Queue = Queue()
         for path in notebooks:
-            for attempt in (1, 2):
+            queue.put(path)
+
+        def work_through(slot) -> None:
+            wdir, env, venv = slot
+            while True:
                 try:
-                    problems, seconds, setup_time, pip_err = check_notebook(
-                        path, venv, work, source, env, args.timeout)
-                except SetupError as exc:
-                    problems, seconds, setup_time, pip_err = [str(exc)], 0.0, None, ""
-                # nbclient sometimes waits for the reply to a cell that has finished, the kernel idle
-                # (nbclient#312; seen in Chapter 1 and 3, under ipykernel 6 and 7): run it once more.
-                if attempt == 1 and any("CellTimeoutError" in p or "TimeoutError" in p for p in problems):
-                    print(f"{path.name}: a cell timed out after {args.timeout} s; running the notebook once more",
-                          flush=True)
-                    continue
-                break
-            versions = format_versions(installed_versions(py, REPORTED, env), pins)
-            print(result_line(path.name, not problems, seconds, setup_time, versions), flush=True)
+                    path = queue.get_nowait()
+                except Empty:
+                    return
+                results[path] = check_with_rerun(path, venv, wdir, source, env, args.timeout, pins)
+                problems, seconds, setup_time, _, versions = results[path]
+                print(result_line(path.name, not problems, seconds, setup_time, versions), flush=True)
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(work_through, slots))
+        passed = failed = 0
+        print("in the notebooks' order:")
+        for path in notebooks:
+            problems, seconds, setup_time, pip_err, versions = results[path]
+            print(result_line(path.name, not problems, seconds, setup_time, versions))
             for problem in problems:
                 print(f"    {problem}")
             if args.verbose and pip_err.strip():

@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from check_outputs import CELL_TIMEOUT  # noqa: E402  (every tool that runs the chapters allows the same)
+from check_outputs import CELL_TIMEOUT, fix_nbclient_wakeup  # noqa: E402  (shared by the tools that run chapters)
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
@@ -71,6 +71,7 @@ def run(path: Path, cell_budget: float, total_budget: float, attempts: int = 2) 
 
 
 def _run(path: Path, cell_budget: float, total_budget: float) -> bool:
+    fix_nbclient_wakeup()
     nb = nbformat.read(path, as_version=4)
     timings = []
 

@@ -14,16 +14,40 @@ from ..plotting import operator_heatmap
 
 
 def _explorer(figure, **controls):
-    """An ``ipywidgets.interactive`` that redraws ``figure(**values)`` whenever a control moves."""
+    """An ``ipywidgets.interactive`` that redraws ``figure(**values)`` whenever a control moves.
+
+    The first picture (at the controls' initial values) is put into the explorer's Output
+    widget as data, not captured from a display call made inside ``with out:``. A capture
+    during the cell that builds the explorer sets the Output widget's ``msg_id`` to that
+    cell's request; nbclient (site build, run_notebooks, check_standalone) then mimics a
+    front end and sends a ``comm_msg`` back on the shell socket while it awaits the cell's
+    ``execute_reply`` on that same socket. jupyter_client sends through a synchronous shadow
+    of the asyncio socket, which can swallow the socket's wake-up for the reply, and nbclient
+    then waits until the cell timeout with the kernel idle (nbclient#312). Redraws after a
+    control moves (a live reader) go through ``interactive.update`` as before.
+    """
     import ipywidgets as widgets
 
     def draw(**values):
         figure(**values)
         plt.show()
 
-    return widgets.interactive(draw, **controls)
+    class _Explorer(widgets.interactive):
+        def update(self, *args):
+            from IPython import get_ipython
 
+            if getattr(self, "_drawn", False) or get_ipython() is None:
+                return super().update(*args)
+            # The call from interactive.__init__, inside a kernel: draw without capture.
+            self._drawn = True
+            self.kwargs = {w._kwarg: w.get_interact_value() for w in self.kwargs_widgets}
+            fig = figure(**self.kwargs)
+            try:
+                self.out.append_display_data(fig)   # the shell's formatter: the PNG plt.show() shows
+            finally:
+                plt.close(fig)
 
+    return _Explorer(draw, **controls)
 
 
 def _operator_on_two_inputs(name: str, layer, n: int, seed: int):
