@@ -55,14 +55,15 @@ def rope_interaction(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=Tru
     return W
 
 
-def ssd_operator(a, B, C, V, early=False, causal=True):
+def ssd_operator(a, dt, B, C, V, early=False, causal=True, dt_at="s"):
     H, n = a.shape
     W = np.zeros((n, n) + V.shape[1:])
     for t in range(n):
         for s in range(n if not causal else t + 1):
             for h in range(H):
                 L = np.prod(a[h, s + (0 if early else 1): t + 1]) if s <= t else 1.0
-                W[t, s] += L * (C[t] @ B[s]) * V[h]
+                step = {"s": dt[h, s], "t": dt[h, t], None: 1.0}[dt_at]
+                W[t, s] += L * step * (C[t] @ B[s]) * V[h]
     return W
 
 
@@ -110,7 +111,8 @@ def test_rope_transposed_value_map_fails():
     assert result.status == FAILED
 
 
-@pytest.mark.parametrize("kw,hint", [(dict(early=True), "one step early"), (dict(causal=False), "causal")])
+@pytest.mark.parametrize("kw,hint", [(dict(early=True), "one step early"), (dict(causal=False), "causal"),
+                                     (dict(dt_at="t"), "read at the target"), (dict(dt_at=None), "left out")])
 def test_ssd_wrong_answers(kw, hint):
     result = check_ssd_operator(lambda *args: ssd_operator(*args, **kw))
     assert result.status == FAILED and hint in result.message, str(result)
@@ -118,7 +120,7 @@ def test_ssd_wrong_answers(kw, hint):
 
 def test_ssd_one_head_only_fails():
     """Summing only the first head (a plausible slip with H = 2) is caught."""
-    result = check_ssd_operator(lambda a, B, C, V: ssd_operator(a[:1], B, C, V[:1]))
+    result = check_ssd_operator(lambda a, dt, B, C, V: ssd_operator(a[:1], dt[:1], B, C, V[:1]))
     assert result.status == FAILED
 
 
@@ -213,9 +215,9 @@ def _via_causal_softmax(W_Q, W_K, W_V, X, base):
     return arch._causal_softmax(S)[:, :, None, None] * W_V
 
 
-def _via_segsum(a, B, C, V):
+def _via_segsum(a, dt, B, C, V):
     from ssmheads import architectures as arch
-    L = np.exp(arch._segsum(np.log(a)))
+    L = np.exp(arch._segsum(np.log(a))) * dt[:, None, :]
     return np.einsum("hts,ts,hpd->tspd", L, C @ B.T, V)
 
 

@@ -303,13 +303,13 @@ def _rope_half_split(W_Q, W_K, W_V, X, base):
     return (w / w.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
 
 
-def _ssd_one_step_early(a, B, C, V):
+def _ssd_one_step_early(a, dt, B, C, V):
     """L_ts = a_s ... a_t (one decay too many): the decay of the source's own step is applied."""
     n = a.shape[1]
     cum = np.cumsum(np.log(a), axis=1)
     t, s = np.arange(n)[:, None], np.arange(n)[None, :]
     seg = np.where(t >= s, cum[:, :, None] - cum[:, None, :] + np.log(a)[:, None, :], -np.inf)
-    return np.einsum("hts,ts,hpd->tspd", np.exp(seg), C @ B.T, V)
+    return np.einsum("hts,ts,hpd->tspd", np.exp(seg) * dt[:, None, :], C @ B.T, V)
 
 
 PLANTED = {  # label: (the mistake, the answer)
@@ -433,14 +433,14 @@ def _quaternion_absolute_cutoff(K, X):
     return np.where(lag >= 0, alpha, 0.0), V
 
 
-def _ssd_cumulative_products(a, B, C, V):
+def _ssd_cumulative_products(a, dt, B, C, V):
     """L_ts = P_t / P_s with P = cumprod(a): right for mild decays, 0/0 once the products underflow."""
     n = a.shape[1]
     P = np.cumprod(a, axis=1)
     t, s = np.arange(n)[:, None], np.arange(n)[None, :]
     with np.errstate(all="ignore"):
         L = np.where(t >= s, P[:, :, None] / P[:, None, :], 0.0)
-    return np.einsum("hts,ts,hpd->tspd", L, C @ B.T, V)
+    return np.einsum("hts,ts,hpd->tspd", L * dt[:, None, :], C @ B.T, V)
 
 
 PASSES_VISIBLE = {  # label: (check, the wrong answer, words the hidden message must contain)
@@ -487,6 +487,26 @@ def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label)
     assert check(answer), f"the planted answer should pass the visible check:\n{check(answer)}"
     messages = [fails(fn, answer) for fn in HIDDEN[label]]
     assert any(words in m for m in messages), messages
+
+
+def _ssd_step_at_target(a, dt, B, C, V):
+    """The step read at the target t instead of the source s."""
+    n = a.shape[1]
+    cum = np.cumsum(np.log(a), axis=1)
+    t, s = np.arange(n)[:, None], np.arange(n)[None, :]
+    seg = np.where(t >= s, cum[:, :, None] - cum[:, None, :], -np.inf)
+    return np.einsum("hts,ts,hpd->tspd", np.exp(seg) * dt[:, :, None], C @ B.T, V)
+
+
+def test_the_ssd_hidden_test_says_where_the_step_belongs():
+    """Exercise 5.3 (Mamba-2's step dt): a forgotten step and a step read at the target fail with a hint."""
+    book = reference("ex-ssd-rank")
+
+    def no_step(a, dt, B, C, V):
+        return book(a, np.ones_like(dt), B, C, V)
+
+    assert "the step dt is left out" in fails(HIDDEN["ex-ssd-rank"][0], no_step)
+    assert "read at the source" in fails(HIDDEN["ex-ssd-rank"][0], _ssd_step_at_target)
 
 
 # ------------------------------------------------------------------ the hidden cases are new

@@ -142,8 +142,11 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
 
 
 # ---------------------------------------------------------------- SSD
-def _ssd_operator(a, B, C, V, start=1):
-    """sum_h L^h_ts (C_t . B_s) V_h with L^h_ts = prod_{r=s+start}^{t} a^h_r (start=1 is right)."""
+def _ssd_operator(a, dt, B, C, V, start=1, dt_at="s"):
+    """sum_h L^h_ts dt^h_s (C_t . B_s) V_h, L^h_ts = prod_{r=s+start}^{t} a^h_r (start=1, dt_at="s" is right).
+
+    ``dt_at`` is where the step is read: "s" (the source, right), "t" (the target) or None (left out).
+    """
     H, n = a.shape
     logs = np.log(a)
     cum = np.cumsum(logs, axis=1)                                   # (H, n)
@@ -152,6 +155,10 @@ def _ssd_operator(a, B, C, V, start=1):
     if start == 0:
         seg = seg + logs[:, None, :]
     L = np.where(t >= s, np.exp(np.where(t >= s, seg, 0.0)), 0.0)   # (H, n, n)
+    if dt_at == "s":
+        L = L * dt[:, None, :]
+    elif dt_at == "t":
+        L = L * dt[:, :, None]
     G = C @ B.T                                                     # (n, n): C_t . B_s
     return np.einsum("hts,ts,hpd->tspd", L, G, V)
 
@@ -161,29 +168,35 @@ def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
 
     Used in Chapter 5, Exercise 5.3 (the rank of a two-head SSD layer).
 
-    The answer is a function ``ssd_operator(a, B, C, V)`` taking the per-head decays
-    ``a (H, n)`` in (0, 1), the input-dependent ``B (n, N)`` and ``C (n, N)`` (shared by the
-    heads) and the heads' value maps ``V (H, p, d)``, and returning the operator
-    ``W (n, n, p, d)``, ``W_ts = sum_h (prod_{r=s+1}^t a^h_r) (C_t . B_s) V_h`` for ``s <= t``.
+    The answer is a function ``ssd_operator(a, dt, B, C, V)`` taking the per-head decays
+    ``a (H, n)`` in (0, 1), the per-head steps ``dt (H, n)`` (positive), the
+    input-dependent ``B (n, N)`` and ``C (n, N)`` (shared by the heads) and the heads'
+    value maps ``V (H, p, d)``, and returning the operator ``W (n, n, p, d)``,
+    ``W_ts = sum_h (prod_{r=s+1}^t a^h_r) dt^h_s (C_t . B_s) V_h`` for ``s <= t``.
     """
     rng = np.random.default_rng(53)
     cases = []
     for H, n, N, p, d in ((1, 1, 3, 2, 2), (2, 6, 4, 2, 3), (2, 9, 1, 3, 2), (3, 7, 16, 2, 2)):
-        a = rng.uniform(0.3, 0.95, (H, n))
+        a, dt = rng.uniform(0.3, 0.95, (H, n)), rng.uniform(0.2, 2.0, (H, n))
         B, C = rng.standard_normal((n, N)), rng.standard_normal((n, N))
         V = rng.standard_normal((H, p, d))
-        args = (a, B, C, V)
+        args = (a, dt, B, C, V)
         expected = _ssd_operator(*args)
+        wrongs = (("the decay product starts one step early: L_ts = a_(s+1) ... a_t, and L_tt = 1",
+                   dict(start=0)),
+                  ("the step is read at the target t: the input written at s is scaled by dt_s",
+                   dict(dt_at="t")),
+                  ("the step dt is left out: Mamba-2 writes dt_s B_s u_s^T into the state", dict(dt_at=None)))
 
-        def test(out, label, e=expected, args=args):
+        def test(out, label, e=expected, args=args, wrongs=wrongs):
             got = _numeric(out, e.shape, label)
             scale = max(1.0, float(np.abs(e).max()))
             if np.max(np.abs(got - e)) <= 1e-9 * scale:
                 return
-            a_, B_, C_, V_ = args
-            if np.max(np.abs(got - _ssd_operator(*args, start=0))) <= 1e-9 * scale:
-                raise _Fail(f"{label}: the decay product starts one step early: "
-                            "L_ts = a_(s+1) ... a_t, and L_tt = 1")
+            for hint, kw in wrongs:
+                w = _ssd_operator(*args, **kw)
+                if np.max(np.abs(w - e)) > 1e-9 * scale and np.max(np.abs(got - w)) <= 1e-9 * scale:
+                    raise _Fail(f"{label}: {hint}")
             causal = np.tril(np.ones(e.shape[:2]))[:, :, None, None]
             if np.max(np.abs(got * causal - e)) <= 1e-9 * scale:
                 raise _Fail(f"{label}: W_ts must be 0 for s > t (the layer is causal)")
@@ -191,4 +204,3 @@ def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
         cases.append((f"ssd_operator with H={H}, n={n}, N={N}, p={p}, d={d}", args, test))
     return _run("Chapter 5: the rank of a two-head SSD layer", _on_its_own(ssd_operator, SSD_ROUTINES), cases,
                 "the operator is right on 4 layers with 1 to 3 heads and N from 1 to 16")
-
