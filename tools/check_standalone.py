@@ -61,9 +61,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 from check_outputs import CELL_TIMEOUT, NBCLIENT_WAKEUP_FIX  # noqa: E402  (shared by the tools that run chapters)
 
 KERNEL_NAME = "ssmheads-standalone"
-# ipykernel below 7, as requirements.txt pins it (and as Colab runs 6.x): under ipykernel 7.4
-# nbclient waited for the reply to Chapter 3's explorer cell until the cell timeout, the kernel
-# idle, in about one run of four (nbclient#312); the readers' front ends are not what this tests
+# ipykernel below 7, as requirements.txt pins it and as Colab runs it (6.x); the readers' front
+# ends are not what this tests
 FRONT_END = ["ipykernel<7", "nbclient", "nbformat"]
 REPORTED = ["numpy", "scipy", "matplotlib", "ipywidgets"]
 PROBE_KEY = "check_standalone_probe"  # cell metadata key marking an injected probe cell
