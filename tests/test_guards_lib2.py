@@ -73,7 +73,7 @@ def test_unstable_ssm_errors_name_the_spectral_radius():
             call()
 
 
-@pytest.mark.parametrize("args, match", [((-1, 2.5, True), r"m must be an integer >= 0"),
+@pytest.mark.parametrize("args, match", [((-1, 2.5, True), r"m must be an integer >= 1"),
                                          ((3, 2.5, 1), r"p must be an integer >= 1"),
                                          ((3, 2, True), r"d must be an integer >= 1"),
                                          (("a", 1, 1), r"m must be an integer")])

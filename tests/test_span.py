@@ -428,8 +428,10 @@ def test_minimal_polynomial_rtol_merges_close_eigenvalues():
 
 
 def test_default_rtol_formula():
-    for m, p, d in [(1, 1, 1), (3, 2, 2), (10, 2, 2), (4, 3, 5), (4096, 8, 8), (0, 2, 3)]:
+    for m, p, d in [(1, 1, 1), (3, 2, 2), (10, 2, 2), (4, 3, 5), (4096, 8, 8)]:
         assert default_rtol(m, p, d) == max(m, p * d) * EPS
+    with pytest.raises(ValueError, match=r"^m must be an integer >= 1; got 0"):  # issue 22: no empty list
+        default_rtol(0, 2, 3)
 
 
 def test_default_tolerance_is_max_of_m_and_pd():

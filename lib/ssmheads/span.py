@@ -110,17 +110,29 @@ def default_rtol(m: int, p: int, d: int) -> float:
     Parameters
     ----------
     m : int
-        Number of matrices, ``m >= 0``.
+        Number of matrices, ``m >= 1`` (an empty list has no tolerance to choose: its
+        span is ``{0}``).
     p, d : int
         Their size, ``p, d >= 1``.
 
     Returns
     -------
     float
+        Below 1.
+
+    Raises
+    ------
+    ValueError
+        Naming ``m``, ``p`` or ``d`` when it is not an integer (``True`` is not one) at
+        least 1, or when ``max(m, p*d) * eps`` would reach 1 (sizes beyond ``2^52``).
     """
-    m = check_positive_int("m", m, minimum=0)
+    m = check_positive_int("m", m)
     p = check_positive_int("p", p)
     d = check_positive_int("d", d)
+    if max(m, p * d) * EPS >= 1.0:
+        name = "m" if m >= p * d else "p and d"
+        raise ValueError(f"{name} too large: max(m, p*d) * eps = {max(m, p * d) * EPS:.3g} would be a relative "
+                         f"tolerance of 1 or more (got m = {m}, p = {p}, d = {d}); sizes must stay below 2^52")
     return _default_rtol(m, p, d)
 
 
@@ -333,6 +345,15 @@ def _running_count(G: np.ndarray, p: int, d: int, rtol,
 #: Longest profile :func:`lag_span_profile` computes: it takes one SVD per prefix, ``n`` SVDs of
 #: up to ``p d x n`` matrices, which at ``n = 2048`` is already seconds for ``p d = 64``.
 MAX_PROFILE_LENGTH = 2048
+#: Work limit of :func:`lag_span_profile`, in seconds of :func:`_profile_seconds`'s model.
+MAX_PROFILE_SECONDS = 1.0
+
+
+def _profile_seconds(n: int, pd: int) -> float:
+    """Model of the time of ``n`` prefix SVDs of a ``pd x l`` matrix, ``l = 1..n`` (one core here):
+    ``1e-4`` s per prefix plus ``7e-10 min(pd, l)^2 max(pd, l)`` s for its SVD."""
+    l = np.arange(1, n + 1, dtype=float)
+    return float(1e-4 * n + 7e-10 * np.sum(np.minimum(pd, l) ** 2 * np.maximum(pd, l)))
 
 
 def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
@@ -342,8 +363,10 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     the running maximum of these counts, capped at ``m`` (module docstring), so
     the profile is nondecreasing and never exceeds ``m``. The lag operators are
     formed once and each prefix has its own SVD: meant for ``n`` up to a few
-    hundred, and ``n`` above ``MAX_PROFILE_LENGTH`` (2048) is refused with a
-    ``ValueError`` naming ``n``. For a single length use :func:`lag_span_dimension`.
+    hundred, and ``n`` above ``MAX_PROFILE_LENGTH`` (2048), or a profile whose SVDs
+    would take more than about a second (``n`` above about 850 for ``p d = 64``), is
+    refused with a ``ValueError`` naming ``n``. For a single length use
+    :func:`lag_span_dimension`.
 
     Used in Chapter 2, Example 2.1 (the plateau).
 
@@ -373,6 +396,11 @@ def _lag_span_profile(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol)
         raise ValueError(f"n must be at most {MAX_PROFILE_LENGTH} for lag_span_profile (one SVD per prefix); "
                          f"got n = {n}: use lag_span_dimension(A, B, C, n) for a single long length")
     p, d = C.shape[0], B.shape[1]
+    seconds = _profile_seconds(n, p * d)
+    if seconds > MAX_PROFILE_SECONDS:
+        raise ValueError(f"n = {n} prefixes of lags of size p x d = {p} x {d} would take about {seconds:.1f} s of "
+                         f"SVDs for lag_span_profile, above its limit of {MAX_PROFILE_SECONDS:g} s; use a smaller n "
+                         f"(or smaller p and d), or lag_span_dimension(A, B, C, n) for a single length")
     counts = np.array([_prefix_count(G, length, p, d, rtol) for length in range(1, n + 1)], dtype=int)
     return np.minimum(np.maximum.accumulate(counts), _minimal_polynomial_degree(A, rtol))
 
@@ -472,6 +500,36 @@ def _normal_degree(A: np.ndarray, rtol: float) -> int:
     return max(1, _running_count(V, N, N, rtol, N))
 
 
+#: Largest ``A`` (``N x N``) whose minimal polynomial degree is counted from the stack of its
+#: powers (or certified by a block Krylov sequence); a normal ``A`` is counted from its eigenvalues
+#: up to ``MAX_NORMAL_DEGREE_SIZE``. Anything larger is refused at once: at these sizes a random
+#: ``A`` takes about a second, and every power costs ``2 N^3`` operations more.
+MAX_DEGREE_SIZE = 512
+MAX_NORMAL_DEGREE_SIZE = 1024
+#: Time budget of the stack of powers in :func:`minimal_polynomial_degree`, in seconds of the
+#: model ``2 N^3 L / 3e10 + 2 N^2 L^2 / 4e9`` (``L`` powers at 30 GFlop/s and their QR at 4 GFlop/s,
+#: one core here) for ``N <= 256``, growing like ``N^3`` above (4 s at 512).
+_DEGREE_SECONDS = 0.5
+
+
+def _degree_size_error(N: int, limit: int, what: str) -> ValueError:
+    return ValueError(f"A of size {N} x {N} is above the size limit {limit} x {limit} of the minimal polynomial "
+                      f"degree for {what} (the stack of powers or the eigenvalues would take more than seconds); "
+                      f"use a smaller A (limits: {MAX_DEGREE_SIZE} in general, {MAX_NORMAL_DEGREE_SIZE} for a normal A)")
+
+
+def _max_powers(N: int, limit: float) -> tuple[int, str]:
+    """Most powers the stack may hold for an ``N x N`` ``A``: within ``limit`` bytes and the time budget.
+
+    Returns the count and which limit sets it (``"memory"`` or ``"time"``).
+    """
+    seconds = _DEGREE_SECONDS * max(1.0, (N / 256.0) ** 3)
+    a, b = 2.0 * N * N / 4e9, 2.0 * float(N) ** 3 / 3e10  # seconds per L^2 (QR) and per L (powers)
+    by_time = int((-b + np.sqrt(b * b + 4.0 * a * seconds)) / (2.0 * a))
+    by_memory = int(limit // (8 * N * N))
+    return (min(N, by_memory), "memory") if by_memory <= by_time else (min(N, by_time), "time")
+
+
 def _gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**27 else f"{nbytes / 2**20:.2f} MiB"
 
@@ -481,6 +539,8 @@ def _stacked_powers_qr(A: np.ndarray, target: float, max_cols: int):
     ``delta = sqrt(N - L) ||A^L||_F <= target`` (``delta = 0`` when ``L = N``), and ``delta``;
     ``(None, inf)`` when that needs more than ``max_cols`` powers. ``||A||_2 = 1``."""
     N = A.shape[0]
+    if max_cols < 1:
+        return None, np.inf
     G = np.empty((N * N, max(1, min(N, max_cols, 16))), order="F")
     P = np.eye(N)
     norms = [float(np.sqrt(N))]  # ||A^l||_F for l = 0, 1, ...
@@ -508,8 +568,9 @@ def _stacked_powers_qr(A: np.ndarray, target: float, max_cols: int):
             rate = (norms[-1] / norms[L // 2 - 1]) ** (1.0 / (L - L // 2)) if norms[L // 2 - 1] > 0 else 0.0
             if rate >= 1.0 or L + np.log(target / delta) / np.log(max(rate, 1e-300)) > 2 * max_cols:
                 return None, np.inf
-    R = scipy.linalg.qr(G[:, :L], mode="r", overwrite_a=True, check_finite=False)[0]
-    return R[:L, :L], delta
+    # LAPACK's QR in place; only the leading L x L block of R is copied out
+    qr = scipy.linalg.lapack.dgeqrf(G[:, :L], overwrite_a=True)[0]
+    return np.triu(qr[:L, :L]), delta
 
 
 def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | None = None) -> int:
@@ -548,26 +609,36 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     count as on all ``N`` powers, up to rounding in the SVD; when a singular value
     sits within rounding of its threshold the two can differ, as any two
     computations of a numerical rank can. Powers of a matrix with spectral radius
-    well below its norm decay geometrically, so ``L`` is a few dozen: a random
-    ``800 x 800`` matrix takes seconds (``L`` about 50). Time ``O(L N^3 + L^2 N^2)``,
-    memory ``L N^2`` floats (the QR works in place).
+    well below its norm decay geometrically, so ``L`` is a few dozen (a random
+    ``A`` needs about 40). Time ``O(L N^3 + L^2 N^2)``, memory ``L N^2`` floats (the
+    QR works in place).
 
     When the powers do not decay (``rho(A)`` close to ``||A||``, e.g. an orthogonal
-    ``A``) ``L`` reaches ``N``, and ``G_L`` would have ``N^3`` entries. Before that
-    exceeds ``max_bytes`` (default 1 GiB, e.g. ``N`` above about 500), a block
-    Krylov sequence on four random vectors is tried: when it proves that all ``N``
-    singular values are above the threshold (see ``_krylov_certifies_full_degree``),
-    the answer is ``N``. Otherwise the function raises a ``ValueError`` naming
-    ``A`` and the size it would need. For a normal ``A`` (``A A^T = A^T A`` to
-    rounding) no such stack is needed: the powers' stack has the singular values of
-    the ``N x N`` Vandermonde matrix ``[lambda_i^l]`` of the eigenvalues of
-    ``A / ||A||``, and the same running count is taken on it (``O(N^2)`` memory), so
-    ``np.eye(800)`` or an orthogonal ``800 x 800`` matrix is answered. The function
-    never builds a stack larger than ``max_bytes``.
+    ``A``) ``L`` would reach ``N``, and ``G_L`` would have ``N^3`` entries. The stack
+    holds at most as many powers as fit in ``max_bytes`` (default 1 GiB) and in about
+    half a second of work (``L`` up to ``N`` for ``N`` below about 180, 107 at 256,
+    145 at 512). Beyond that, for a normal ``A`` (``A A^T = A^T A`` to rounding) no
+    stack is needed: the powers' stack has the singular values of the ``N x N``
+    Vandermonde matrix ``[lambda_i^l]`` of the eigenvalues of ``A / ||A||``, and the
+    same running count is taken on it (``O(N^2)`` memory), so ``np.eye(800)`` or an
+    orthogonal ``800 x 800`` matrix is answered. Otherwise a block Krylov sequence on
+    four random vectors is tried: when it proves that all ``N`` singular values are
+    above the threshold (see ``_krylov_certifies_full_degree``), the answer is ``N``.
+    Otherwise the function raises a ``ValueError`` naming ``A`` and the limit it
+    reached (a non-normal ``A`` whose powers do not decay and whose degree is below
+    ``N``, such as ``I + shift`` at ``N = 256``). The function never builds a stack
+    larger than ``max_bytes``.
+
+    **Size limit.** ``N <= MAX_DEGREE_SIZE`` (512), or ``N <= MAX_NORMAL_DEGREE_SIZE``
+    (1024) for a normal ``A``; a larger ``A`` is refused at once with a ``ValueError``
+    naming ``A``. Within the limit a call takes at most about a second for
+    ``N <= 256`` (one core here; most take a tenth of that) and a few seconds at 512,
+    or refuses (as above) within that time.
 
     Parameters
     ----------
     A : array, shape (N, N)
+        ``N <= 512`` (``N <= 1024`` if ``A`` is normal).
     rtol : float, optional
         Relative tolerance; default :func:`default_rtol` ``(N, N, N) = N^2 eps``.
     max_bytes : int, optional
@@ -603,6 +674,8 @@ def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None
     rtol = _check_rtol(rtol, _default_rtol(N, N, N))
     limit = MAX_ARRAY_BYTES if max_bytes is None else max_bytes
     check_allocation("A", (N, N), "a power of A", "", max_bytes=limit)  # validates max_bytes
+    if N > MAX_NORMAL_DEGREE_SIZE:
+        raise _degree_size_error(N, MAX_NORMAL_DEGREE_SIZE, "any A")
     top = float(np.max(np.abs(A)))
     if top == 0.0:
         return 1  # A = 0: the minimal polynomial is x
@@ -610,7 +683,10 @@ def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None
     A = A / np.linalg.norm(A, 2)
     if N == 1:
         return 1
-    max_cols = int(min(N, limit // (8 * N * N)))
+    if N > MAX_DEGREE_SIZE and not _is_normal(A):
+        raise _degree_size_error(N, MAX_DEGREE_SIZE, "a non-normal A")
+    # the most powers the stack may hold: within max_bytes and about a second of work
+    max_cols, binding = _max_powers(N, limit)
     target = 1e-3 * rtol * np.sqrt(N)  # the largest singular value is at least ||vec I|| = sqrt(N)
     while True:
         R, delta = _stacked_powers_qr(A, target, max_cols)
@@ -619,11 +695,16 @@ def _minimal_polynomial_degree(A: np.ndarray, rtol, max_bytes: int | None = None
                 return _normal_degree(A, rtol)
             if _krylov_certifies_full_degree(A, rtol):
                 return N
+            if binding == "memory":
+                raise ValueError(
+                    f"A of size {N} x {N} has powers that decay too slowly (spectral radius close to its "
+                    f"norm), so counting its minimal polynomial degree needs more than {max_cols} of its "
+                    f"powers, {_gib((max_cols + 1) * N * N * 8)} or more, above the limit of {_gib(limit)}; "
+                    f"pass max_bytes= to raise the limit or use a smaller A")
             raise ValueError(
                 f"A of size {N} x {N} has powers that decay too slowly (spectral radius close to its norm), "
-                f"so counting its minimal polynomial degree needs more than {max_cols} of its powers, "
-                f"{_gib((max_cols + 1) * N * N * 8)} or more, above the limit of {_gib(limit)}; "
-                f"pass max_bytes= to raise the limit or use a smaller A")
+                f"so counting its minimal polynomial degree needs more than {max_cols} of its powers, the "
+                f"most that the work limit allows at this size (about a second); use a smaller A")
         if delta == 0.0:
             break  # all N powers
         s = np.linalg.svd(R, compute_uv=False)
