@@ -1,4 +1,4 @@
-"""Heads that reproduce an SSM: the head-count theorem and its refinements (Chapter 3).
+"""Heads that reproduce an SSM: the head-count theorem and this book's extensions of it (Chapter 3).
 
 Relative-position heads compute ``y_i = sum_h sum_{j<=i} c_h(i-j) V_h x_j``; their
 operator is block-Toeplitz with lags ``Khat_l = sum_h c_h(l) V_h``. Matching an
@@ -308,15 +308,15 @@ def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
 
     Core of :func:`optimal_heads`, on checked lags K (n, p, d): the
     minimiser of Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l]
-    divided by a power of two.
+    divided by a power of two. Heads past the rank of G_w (but within
+    min(pd, n)) get directions orthogonal to every K_l, so c_h = 0.
     """
     n, p, d = K.shape
     # thin SVD of G_w: U is pd x min(pd, n)
     U, s, _ = np.linalg.svd(G, full_matrices=False)
-    # heads beyond min(pd, n), U's width, stay zero; heads past the
-    # rank of G_w get directions orthogonal to all K_l, so c_h = 0
-    used = min(H, U.shape[1])
     # value maps: the top H left singular vectors, V_h = unvec(U_h)
+    # (heads beyond U's width, min(pd, n), stay zero)
+    used = min(H, U.shape[1])
     values = np.zeros((H, p, d))
     values[:used] = _unvec(U[:, :used], p, d)
     # coefficients c_h(l) = <V_h, K_l>_F; the error is sum_{r>H} s_r^2
@@ -443,24 +443,24 @@ def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray,
     (a number, or None for the default): the sufficiency half of the
     proof of the head-count theorem (Theorem 3.1), with the orthonormal
     basis of span{K_l} that a thin SVD gives.
+
+    G is divided by 2^e with max|G| in [1/2, 1) (exact unless an entry
+    underflows), which keeps the SVD clear of overflow and underflow
+    whatever the scale of the lags; U does not depend on that scale,
+    so the coordinates are read off the unscaled K.
     """
     p, d = C.shape[0], B.shape[1]
     # the lags K_l = C A^l B, l < n
     K = _checked_lags(A, B, C, n)
-    # stack them: G = [vec K_0, ..., vec K_{n-1}] / 2^e, max|G| in
-    # [1/2, 1), which keeps the SVD clear of overflow and underflow
-    # (dividing by 2^e is exact unless an entry underflows)
+    # G = [vec K_0, ..., vec K_{n-1}], up to a power of two
     G = np.ldexp(_vec(K), -_binary_exponent(K))
-    # k = dim span{K_l}, by Chapter 2's rule, capped at the degree m
-    # of the minimal polynomial of A
+    # k = dim span{K_l}: Chapter 2's rank rule, at most m = deg mu_A
     m = _minimal_polynomial_degree(A, rtol)
     k = _running_count(G, p, d, rtol, m)
-    # thin SVD G = U S Q^T; keep k left singular vectors:
-    # V_h = unvec(U_h)
+    # thin SVD G = U S Q^T; the basis V_h = unvec(U_h), h <= k
     U, _, _ = np.linalg.svd(G, full_matrices=False)
     values = np.ascontiguousarray(_unvec(U[:, :k], p, d))
-    # U does not depend on the scale, so read the coordinates off K
-    # itself: c_h(l) = <V_h, K_l>_F
+    # the coordinates c_h(l) = <V_h, K_l>_F
     coefficients = np.einsum("hpd,lpd->hl", values, K)
     return coefficients, values
 
@@ -915,7 +915,7 @@ class SoftmaxSinkHeads(_Layer):
 
     Notes
     -----
-    Derived in Chapter 3, Section 3.7 ("Softmax, with a sink").
+    Derived in Chapter 3, Proposition 3.2 (softmax heads with a sink).
     """
 
     def __init__(self, scores, values):
@@ -925,6 +925,8 @@ class SoftmaxSinkHeads(_Layer):
         check_nonempty("scores", scores, 1, "n_max")
         check_size("scores", scores, 2, n_max + 1, "n_max + 1 (keys plus the sink)")
         check_size("values", values, 0, H, "the number of heads H of scores")
+        check_nonempty("values", values, 1, "the output width p")
+        check_nonempty("values", values, 2, "the token width d")
         self._store(scores, values)
 
     @classmethod
@@ -1000,9 +1002,11 @@ def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
     pointed and no lag is zero, ``k + 1`` otherwise), then for each head: rescales the
     value map by ``s_h = 2 max_i sum_{l<i+1} c_h(l)`` so that every row of weights
     ``c_h(i-j) / s_h`` sums to at most 1/2; gives the sink the remaining mass; and uses
-    the log-weights as scores.
+    the log-weights as scores. The key scores ``log(c_h(i-j) / s_h)`` depend on the lag
+    ``i - j`` only; the sink's score ``log(1 - sum_{l<=i} c_h(l) / s_h)`` depends on the
+    query position ``i`` (rows counted from 0).
 
-    Derived in Chapter 3, Section 3.7 ("Softmax, with a sink").
+    Derived in Chapter 3, Proposition 3.2 (softmax heads with a sink).
 
     Parameters
     ----------

@@ -267,8 +267,8 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
 
     cases = [(f"nonnegative_head_count on {label}", (K,), expect(reference(K))) for label, K in targets]
     return _run("Chapter 3: count nonnegative heads", _on_its_own(nonnegative_head_count), cases,
-                f"H+ is right on {len(cases)} systems (signs, rotations before and after half a turn, "
-                "k = 3, zero lags, a line in the cone, all lags negative)")
+                f"H+ is right on {len(cases)} systems: signs, rotations before and after half a\n"
+                "  turn, k = 3, zero lags, a line in the cone, all lags negative")
 
 
 def _rot(ssm):
@@ -427,6 +427,6 @@ def check_quaternion_heads(quaternion_heads: Callable) -> CheckResult:
                "to failing) and 3 random tokens", (K, X), expect(K, X, probe=True))
 
     return _run("Chapter 3: four heads on R^4", _on_its_own(quaternion_heads), cases(),
-                f"four fixed heads reproduce every pair K_(i-j) x_j on {len(_quaternion_cases()) + 1} inputs, "
-                "including a k = 16 SSM, a zero token, e_1..e_4 and the token where your value maps come "
-                "closest to failing to span R^4")
+                f"four fixed heads reproduce every pair K_(i-j) x_j on {len(_quaternion_cases()) + 1} inputs,\n"
+                "  including a k = 16 SSM, a zero token, e_1..e_4 and the token where your\n"
+                "  value maps come closest to failing to span R^4")

@@ -45,8 +45,9 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     rounding: ``H >= k``) are drawn as triangles on the floor of the axis, not as
     values. Middle: the coefficients ``c_h(l)`` of the optimal ``H`` heads, one marker
     and line style per head (for the default system, ``A`` has the fixed eigenvalues
-    ``+-0.9`` and ``+-0.3``: even and odd lags lie in different subspaces and the
-    coefficients zig-zag). Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags
+    ``+-0.9`` and ``+-0.3``: even and odd lags lie in different two-dimensional subspaces,
+    so each head leans towards one of them, and a head dominated by a negative
+    eigenvalue's mode changes sign at every lag). Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags
     matched to rounding drawn as triangles on the floor in the same way.
 
     Used in Chapter 3, Section 3.8 (the figure above the explorer).
