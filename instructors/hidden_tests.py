@@ -1142,8 +1142,8 @@ def hidden_retention(retention_recurrent):
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
 
-    def parallel(Q, K, V, gamma):
-        lag = np.arange(Q.shape[0])[:, None] - np.arange(Q.shape[0])[None, :]
+    def parallel(Q, K, V, gamma, read_first=False):
+        lag = np.arange(Q.shape[0])[:, None] - np.arange(Q.shape[0])[None, :] - (1 if read_first else 0)
         return (np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0) * (Q @ K.T)) @ V
 
     rng = np.random.default_rng(171)
@@ -1168,6 +1168,8 @@ def hidden_retention(retention_recurrent):
                 hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
             elif np.abs(got - (Q @ K.T) @ V).max() <= 1e-9 * scale:
                 hint = "; the sum runs over every s, also s > t: retention is causal"
+            elif np.abs(got - parallel(Q, K, V, gamma, read_first=True)).max() <= 1e-9 * scale:
+                hint = "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
         assert where is None, (f"{what}: Y entry (t, channel) = {where} should be {expected[where]:.6g}; got "
                                f"{got[where]:.6g} (the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for s <= t){hint}")
 

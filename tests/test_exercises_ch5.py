@@ -19,13 +19,16 @@ HAVE_ARCH = importlib.util.find_spec("ssmheads.architectures") is not None
 
 
 # ------------------------------------------------------------ reference solutions, by loops
-def retention_recurrent(Q, K, V, gamma, decay_new=False, decay=True):
+def retention_recurrent(Q, K, V, gamma, decay_new=False, decay=True, read_first=False):
     S = np.zeros((Q.shape[1], V.shape[1]))
     Y = np.zeros((Q.shape[0], V.shape[1]))
     g = gamma if decay else 1.0
     for t in range(Q.shape[0]):
+        if read_first:
+            Y[t] = S.T @ Q[t]
         S = g * (S + np.outer(K[t], V[t])) if decay_new else g * S + np.outer(K[t], V[t])
-        Y[t] = S.T @ Q[t]
+        if not read_first:
+            Y[t] = S.T @ Q[t]
     return Y
 
 
@@ -91,6 +94,7 @@ def test_stubs_are_not_attempted(check):
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g, decay_new=True), "current token is decayed"),
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g, decay=False), "no decay"),
     (lambda Q, K, V, g: (Q @ K.T) @ V, "causal"),
+    (lambda Q, K, V, g: retention_recurrent(Q, K, V, g, read_first=True), "read before the update"),
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g)[:, :1], "expected"),
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g) + 1e-6, "differ"),
 ])

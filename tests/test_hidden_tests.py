@@ -489,6 +489,20 @@ def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label)
     assert any(words in m for m in messages), messages
 
 
+def test_the_retention_hidden_test_says_when_y_is_read_too_early():
+    """Exercise 5.1: reading y_t before adding the current token fails with a hint (as the visible check)."""
+    def read_first(Q, K, V, gamma):
+        S = np.zeros((Q.shape[1], V.shape[1]))
+        Y = np.empty((Q.shape[0], V.shape[1]))
+        for t in range(Q.shape[0]):
+            Y[t] = S.T @ Q[t]
+            S = gamma * S + np.outer(K[t], V[t])
+        return Y
+
+    assert "read before the update" in fails(HIDDEN["ex-retention-recurrent"][0], read_first)
+    assert "read before the update" in exercises.check_retention_recurrent(read_first).message
+
+
 def _ssd_step_at_target(a, dt, B, C, V):
     """The step read at the target t instead of the source s."""
     n = a.shape[1]

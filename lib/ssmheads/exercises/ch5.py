@@ -34,9 +34,11 @@ SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.s
 
 
 # ---------------------------------------------------------------- retention
-def _retention_parallel(Q, K, V, gamma):
+def _retention_parallel(Q, K, V, gamma, read_first=False):
+    """(D * Q K^T) V with D_ts = gamma^(t-s), s <= t; ``read_first``: y_t read before the update
+    (D_ts = gamma^(t-1-s) for s < t, the current token missing)."""
     n = Q.shape[0]
-    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :] - (1 if read_first else 0)
     D = np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)
     return (D * (Q @ K.T)) @ V
 
@@ -71,6 +73,8 @@ def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
                 hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
             elif np.max(np.abs(got - (Qa @ Ka.T) @ Va)) <= 1e-9 * scale:
                 hint = "; the sum runs over every s, also s > t: retention is causal"
+            elif np.max(np.abs(got - _retention_parallel(Qa, Ka, Va, g, read_first=True))) <= 1e-9 * scale:
+                hint = "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
             raise _Fail(f"{label}: the outputs differ from the parallel form (D * QK^T) V{hint}")
         cases.append((f"retention_recurrent with n={n}, d_k={dk}, p={p}, gamma={gamma}", (Q, K, V, gamma), test))
     return _run("Chapter 5: retention as a recurrence", _on_its_own(retention_recurrent, RETENTION_ROUTINES), cases,
