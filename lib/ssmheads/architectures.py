@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
+from ._validate import (as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size,
+                        check_total)
 from .models import _NO_OPERATOR, MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _Layer
 from .numerics import relative_gap
 from .operator import _toeplitz
@@ -127,20 +128,113 @@ def _operator_from_scalar(alpha, V):
     return alpha[:, :, None, None] * V[None, None]
 
 
-def _scalar_head_operator(head, X):
-    """``W[i, j] = alpha_ij(X) W_V`` of a single head (its ``_coefficients``), refusing a ``W`` above 1 GiB."""
+#: The parallel forms of the single heads (linear attention, retention, ALiBi, RoPE) work on
+#: blocks of rows of at most this many weights (32 MiB), so that ``forward`` never holds an
+#: ``n x n`` array and ``coefficients`` holds only its answer and one block.
+_BLOCK_ENTRIES = 2**22
+#: A block's working set, in units of its size: the scores, the causal mask, the weights and the
+#: temporaries of the softmax (or of the decay mask).
+_BLOCK_ARRAYS = 6
+#: Most weights ``alpha_ij`` (``j <= i``) that one parallel ``forward`` of a single head forms, in
+#: blocks: ``2^26`` (a sequence of about 11600 tokens, a few seconds here). Longer sequences are
+#: refused; the recurrent and chunkwise forms of linear attention and retention have no such limit.
+MAX_PAIRS = 2**26
+
+
+def _row_blocks(n: int):
+    """Row ranges ``(a, b)`` covering ``0..n`` whose causal blocks ``(b - a) x b`` hold at most
+    :data:`_BLOCK_ENTRIES` weights."""
+    rows = max(1, _BLOCK_ENTRIES // n)
+    return [(a, min(a + rows, n)) for a in range(0, n, rows)]
+
+
+def _causal_mask(a: int, b: int) -> np.ndarray:
+    """``mask[i - a, j] = j <= i`` for the rows ``a <= i < b`` and the columns ``j < b``."""
+    return np.arange(b)[None, :] <= np.arange(a, b)[:, None]
+
+
+def _check_pairs(n: int, instead: str) -> None:
+    """Refuse a parallel forward pass over more than :data:`MAX_PAIRS` causal pairs, naming ``X``."""
+    pairs = n * (n + 1) // 2
+    if pairs > MAX_PAIRS:
+        raise ValueError(f"X has {n} tokens: the parallel form would compute {pairs:.3g} weights alpha_ij (j <= i), "
+                         f"above the limit of {MAX_PAIRS:.3g} (about {MAX_PAIRS / 2**24:.0f} s here); {instead}")
+
+
+def _check_operator_total(n: int, layer, extra: float = 0.0) -> None:
+    """Refuse, naming ``X``, an ``interaction(X)`` whose working set (the layer's
+    :meth:`_interaction_entries`, plus ``extra`` numbers held by the caller) exceeds 2 GiB."""
+    check_total("X", layer._interaction_entries(n) + extra, f"{type(layer).__name__}.interaction (the operator W "
+                "and the arrays it is built from)", _NO_OPERATOR)
+
+
+def _head_blocks(head, X: np.ndarray):
+    """The weights of a checked ``X``, block by block: ``(a, b, alpha[a:b, :b])`` (zero above the diagonal)."""
+    parts = head._parts(X)
+    for a, b in _row_blocks(X.shape[0]):
+        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+            yield a, b, head._block(parts, a, b)
+
+
+def _head_coefficients(head, X: np.ndarray) -> np.ndarray:
+    """``alpha`` ``(n, n)`` of a single head on a checked ``X``, filled block by block (its working set
+    checked first: the answer, one block's arrays and the per-token projections)."""
+    n = X.shape[0]
+    check_total("X", float(n) * n + _BLOCK_ARRAYS * min(_BLOCK_ENTRIES, float(n) * n) + 4.0 * n * (head.d_k + head.p),
+                "the weights alpha and one block of their scores", _NO_OPERATOR)
+    alpha = np.zeros((n, n))
+    for a, b, block in _head_blocks(head, X):
+        alpha[a:b, :b] = block
+    return alpha
+
+
+def _head_forward(head, X, instead: str) -> np.ndarray:
+    """``y_i = sum_{j <= i} alpha_ij W_V x_j`` of a single head, block by block: no ``n x n`` array."""
     X = head._input(X)
-    head._check_operator_size(X.shape[0])
-    return _operator_from_scalar(head._coefficients(X), head.W_V)
+    n = X.shape[0]
+    _check_pairs(n, instead)
+    with np.errstate(over="ignore", invalid="ignore"):
+        V = X @ head.W_V.T
+    _finite_or_raise(V, _scale_message("a value W_V x"))
+    Y = np.empty((n, head.p))
+    for a, b, block in _head_blocks(head, X):
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y[a:b] = block @ V[:b]
+    return _finite_or_raise(Y, _scale_message("the output"))
+
+
+def _scalar_head_operator(head, X):
+    """``W[i, j] = alpha_ij(X) W_V`` of a single head, refusing a working set (``W``, ``alpha``) above 2 GiB."""
+    X = head._input(X)
+    n = X.shape[0]
+    head._check_operator_size(n)
+    _check_operator_total(n, head)
+    return _operator_from_scalar(_head_coefficients(head, X), head.W_V)
+
+
+class _ScalarHead(_Layer):
+    """Shared by the single heads: the working set of their operator."""
+
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers held by :meth:`interaction` at its peak: ``W``, ``alpha`` and one block."""
+        return float(n) * n * (self.p * self.d + 1) + _BLOCK_ARRAYS * min(_BLOCK_ENTRIES, float(n) * n) \
+            + 4.0 * n * (self.d_k + self.p)
 
 
 def _causal_softmax(scores):
     n = scores.shape[0]
-    mask = np.tril(np.ones((n, n), dtype=bool))
+    return _masked_softmax(scores, np.tril(np.ones((n, n), dtype=bool)))
+
+
+def _masked_softmax(scores, mask):
+    """Softmax of each row of ``scores`` over the entries where ``mask`` holds (0 elsewhere).
+
+    ``scores`` may hold ``-inf`` (a bias that overflowed: weight 0) where each row keeps one finite entry."""
     s = np.where(mask, scores, -np.inf)
-    s = s - s.max(axis=1, keepdims=True)
-    w = np.exp(s)
-    return w / w.sum(axis=1, keepdims=True)
+    s -= s.max(axis=1, keepdims=True)
+    w = np.exp(s, out=s)
+    w /= w.sum(axis=1, keepdims=True)
+    return w
 
 
 def _softplus(z):
@@ -194,7 +288,7 @@ def _segsum(log_a):
 # Attention-like heads
 
 
-class LinearAttention(_Layer):
+class LinearAttention(_ScalarHead):
     """One causal linear-attention head (Katharopoulos et al. 2020).
 
     Derived in Chapter 5, Proposition 5.1 (its operator and its recurrent form).
@@ -258,22 +352,27 @@ class LinearAttention(_Layer):
         return self._coefficients(self._input(X))
 
     def _coefficients(self, X):
-        n = X.shape[0]
-        check_allocation("X", (n, n), "the weights alpha", _NO_OPERATOR)
-        fq, fk = self._features(X)
-        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            raw = np.tril(fq @ fk.T)
-            Z = raw.sum(axis=1, keepdims=True)
+        return _head_coefficients(self, X)
+
+    def _parts(self, X):
+        return self._features(X)
+
+    def _block(self, parts, a, b):
+        """``alpha[a:b, :b]``: ``phi(q_i)^T phi(k_j) / Z_i`` for ``j <= i``."""
+        fq, fk = parts
+        raw = (fq[a:b] @ fk[:b].T) * _causal_mask(a, b)
+        Z = raw.sum(axis=1, keepdims=True)
         self._normaliser_check(Z)
-        return raw / Z
+        raw /= Z
+        return raw
 
     def forward(self, X) -> np.ndarray:
-        """The parallel form ``(mask * phi(Q) phi(K)^T) V`` with row normalisation; shape ``(n, p)``."""
-        X = self._input(X)
-        alpha = self._coefficients(X)
-        with np.errstate(over="ignore", invalid="ignore"):
-            Y = alpha @ (X @ self.W_V.T)
-        return _finite_or_raise(Y, _scale_message("the output"))
+        """The parallel form ``(mask * phi(Q) phi(K)^T) V`` with row normalisation; shape ``(n, p)``.
+
+        Computed on blocks of rows (no ``n x n`` array); at most ``MAX_PAIRS`` weights, else a
+        ``ValueError`` naming ``X`` (:meth:`recurrent_forward` has no such limit).
+        """
+        return _head_forward(self, X, "use recurrent_forward(X), which is linear in n, or a shorter X")
 
     def recurrent_forward(self, X) -> np.ndarray:
         """The recurrent form with state ``S_i`` (``p x d_k``) and normaliser state ``z_i``; shape ``(n, p)``."""
@@ -298,7 +397,7 @@ class LinearAttention(_Layer):
         return _scalar_head_operator(self, X)
 
 
-class Retention(_Layer):
+class Retention(_ScalarHead):
     """One RetNet retention head (Sun et al. 2023), without the GroupNorm and the swish gate.
 
     Derived in Chapter 5, Proposition 5.2 (its operator, and its recurrent and chunkwise forms).
@@ -371,20 +470,28 @@ class Retention(_Layer):
         return self._coefficients(self._input(X))
 
     def _coefficients(self, X):
-        n = X.shape[0]
-        check_allocation("X", (n, n), "the weights alpha", _NO_OPERATOR)
-        Q, K, _ = self._qkv(X)
-        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            alpha = (Q @ K.T) * self._decay(n)
-        return _finite_or_raise(alpha, _scale_message("a score q~^T k~"))
+        return _head_coefficients(self, X)
+
+    def _parts(self, X):
+        return self._qkv(X)[:2]
+
+    def _block(self, parts, a, b):
+        """``alpha[a:b, :b]``: ``gamma^(i-j) q~_i^T k~_j`` for ``j <= i``."""
+        Q, K = parts
+        lag = np.arange(a, b)[:, None] - np.arange(b)[None, :]
+        decay = np.where(lag >= 0, self.gamma ** np.maximum(lag, 0).astype(float), 0.0)
+        decay *= Q[a:b] @ K[:b].T
+        return _finite_or_raise(decay, _scale_message("a score q~^T k~"))
 
     def forward(self, X) -> np.ndarray:
-        """The parallel form ``(Q~ K~^T * D) V`` with the decay mask ``D``; shape ``(n, p)``."""
-        X = self._input(X)
-        _, _, V = self._qkv(X)
-        with np.errstate(over="ignore", invalid="ignore"):
-            Y = self._coefficients(X) @ V
-        return _finite_or_raise(Y, _scale_message("the output"))
+        """The parallel form ``(Q~ K~^T * D) V`` with the decay mask ``D``; shape ``(n, p)``.
+
+        Computed on blocks of rows (no ``n x n`` array); at most ``MAX_PAIRS`` weights, else a
+        ``ValueError`` naming ``X`` (:meth:`recurrent_forward` and :meth:`chunkwise_forward`
+        have no such limit).
+        """
+        return _head_forward(self, X, "use recurrent_forward(X) or chunkwise_forward(X, chunk), which are "
+                                      "linear in n, or a shorter X")
 
     def recurrent_forward(self, X) -> np.ndarray:
         """``S_t = gamma S_{t-1} + k~_t^T v_t``, ``y_t = q~_t S_t``; shape ``(n, p)``."""
@@ -404,10 +511,17 @@ class Retention(_Layer):
         Inside a chunk ``[a, b)``: ``(Q~ K~^T * D) V`` plus the contribution of the
         state ``R`` carried in, ``gamma^(t-a+1) q~_t R``; then
         ``R <- gamma^(b-a) R + sum_{s in chunk} gamma^(b-1-s) k~_s^T v_s``.
+        A chunk holds ``min(chunk, n)^2`` weights and their temporaries: a working set
+        above 2 GiB (``chunk`` above about 6600) is refused with a ``ValueError`` naming
+        ``chunk``.
         """
         X = self._input(X)
         chunk = check_positive_int("chunk", chunk)
         n = X.shape[0]
+        m = min(chunk, n)
+        # per chunk: the m x m scores, the lags and the decay mask with their temporaries
+        check_total("chunk", 6.0 * m * m + 4.0 * n * (self.d_k + self.p), "the arrays of one chunk",
+                    f"use a smaller chunk (at most {int(np.sqrt(2**31 / 8 / 6)):d} tokens here)")
         Q, K, V = self._qkv(X)
         R = np.zeros((self.d_k, self.p))
         Y = np.empty((n, self.p))
@@ -427,7 +541,7 @@ class Retention(_Layer):
         return _scalar_head_operator(self, X)
 
 
-class _SoftmaxHead(_Layer):
+class _SoftmaxHead(_ScalarHead):
     """A causal softmax head ``y_i = sum_{j<=i} softmax_j(s_ij) W_V x_j``; subclasses set the scores."""
 
     def _scores(self, X):  # pragma: no cover - abstract
@@ -438,19 +552,41 @@ class _SoftmaxHead(_Layer):
         return self._coefficients(self._input(X))
 
     def _coefficients(self, X):
-        n = X.shape[0]
-        check_allocation("X", (n, n), "the attention weights alpha", _NO_OPERATOR)
-        with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-            scores = self._scores(X)
-        _finite_or_raise(scores, _scale_message("an attention score"))
-        return _causal_softmax(scores)
+        return _head_coefficients(self, X)
+
+    def _parts(self, X):
+        """Queries and keys (rotated by RoPE), each ``(n, d_k)``, checked finite."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            Q, K = self._queries_keys(X)
+        _finite_or_raise(Q, _scale_message("a query W_Q x"))
+        _finite_or_raise(K, _scale_message("a key W_K x"))
+        return Q, K
+
+    def _block(self, parts, a, b):
+        """``alpha[a:b, :b]``: the causal softmax of the block's scores."""
+        Q, K = parts
+        content = Q[a:b] @ K[:b].T
+        content /= np.sqrt(self.d_k)
+        _finite_or_raise(content, _scale_message("an attention score q^T k / sqrt(d_k)"))
+        return _masked_softmax(self._bias(content, a, b), _causal_mask(a, b))
+
+    def _bias(self, content, a, b):
+        """The block's scores from its content part (no positional bias here)."""
+        return content
+
+    def _scores(self, X):
+        """All scores ``s_ij``, shape ``(n, n)`` (entries above the diagonal are not used)."""
+        Q, K = self._parts(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._bias(Q @ K.T / np.sqrt(self.d_k), 0, X.shape[0])
 
     def forward(self, X) -> np.ndarray:
-        """``softmax(scores, causal) V`` with ``V = X W_V^T``; shape ``(n, p)``."""
-        X = self._input(X)
-        with np.errstate(over="ignore", invalid="ignore"):
-            Y = self._coefficients(X) @ (X @ self.W_V.T)
-        return _finite_or_raise(Y, _scale_message("the output"))
+        """``softmax(scores, causal) V`` with ``V = X W_V^T``; shape ``(n, p)``.
+
+        Computed on blocks of rows (no ``n x n`` array); at most ``MAX_PAIRS`` weights, else a
+        ``ValueError`` naming ``X``.
+        """
+        return _head_forward(self, X, "use a shorter X")
 
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = alpha_ij(X) W_V`` for ``j <= i``; shape ``(n, n, p, d)``."""
@@ -487,10 +623,15 @@ class ALiBiAttention(_SoftmaxHead):
     def __repr__(self):
         return f"ALiBiAttention(d={self.d}, p={self.p}, d_k={self.d_k}, slope={self.slope!r})"
 
-    def _scores(self, X):
-        n = X.shape[0]
-        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
-        return (X @ self.W_Q.T) @ (X @ self.W_K.T).T / np.sqrt(self.d_k) - self.slope * lag
+    def _queries_keys(self, X):
+        return X @ self.W_Q.T, X @ self.W_K.T
+
+    def _bias(self, content, a, b):
+        """``content - slope (i - j)``; a bias that overflows is ``-inf`` (weight 0), never blamed on ``X``."""
+        lag = np.arange(a, b)[:, None] - np.arange(content.shape[1])[None, :]
+        with np.errstate(over="ignore"):
+            content -= self.slope * lag
+        return content
 
 
 class RoPEAttention(_SoftmaxHead):
@@ -529,11 +670,9 @@ class RoPEAttention(_SoftmaxHead):
     def __repr__(self):
         return f"RoPEAttention(d={self.d}, p={self.p}, d_k={self.d_k}, base={self.base!r})"
 
-    def _scores(self, X):
+    def _queries_keys(self, X):
         angles = np.arange(X.shape[0])[:, None] * self.theta[None, :]
-        Q = _rotate(X @ self.W_Q.T, angles)
-        K = _rotate(X @ self.W_K.T, angles)
-        return Q @ K.T / np.sqrt(self.d_k)
+        return _rotate(X @ self.W_Q.T, angles), _rotate(X @ self.W_K.T, angles)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -626,8 +765,12 @@ class S4D(_Layer):
         """``K[l, c] = 2 Re(sum_m C_cm A_bar_cm^l B_bar_cm)``, shape ``(n, d)``."""
         return self._kernel(_check_lags(n))
 
-    def _kernel(self, n):
-        check_allocation("n", (n, self.d, self.N), "the powers A_bar^l", "use a smaller n", itemsize=16)
+    def _kernel_entries(self, n: int) -> float:
+        """Numbers held while the kernel is formed: the complex exponents and powers, and ``K``."""
+        return 4.0 * n * self.d * self.N + 2.0 * n * self.d
+
+    def _kernel(self, n, name="n"):
+        check_total(name, self._kernel_entries(n), "the powers A_bar^l of the kernel", f"use a smaller {name}")
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             powers = np.exp(np.arange(n)[:, None, None] * (self.dt[:, None] * self.Lambda)[None])
             K = 2.0 * np.einsum("cm,lcm->lc", self.C * self.B_bar, powers).real
@@ -653,8 +796,11 @@ class S4D(_Layer):
         if n > MAX_LAGS:
             raise ValueError(f"X has {n} tokens, more than the {MAX_LAGS} kernel taps computed here; use forward(X), "
                              "the recurrence, or a shorter X")
-        K = self._kernel(n)
         size = 1 << (2 * n - 1).bit_length()
+        # the kernel's working set, then K, X and their spectra (complex, size / 2 + 1 rows) and the product
+        check_total("X", self._kernel_entries(n) + 5.0 * size * self.d, "the kernel and the FFTs of the "
+                    "convolution", "use forward(X), the recurrence, or a shorter X")
+        K = self._kernel(n, "X")
         with np.errstate(over="ignore", invalid="ignore"):
             Y = np.fft.irfft(np.fft.rfft(K, size, axis=0) * np.fft.rfft(X, size, axis=0), size, axis=0)[:n]
         return _finite_or_raise(Y, _scale_message("the convolution"))
@@ -663,9 +809,10 @@ class S4D(_Layer):
         """``diag(K[l])``, shape ``(n, d, d)``."""
         return self._lag_operators(_check_lags(n))
 
-    def _lag_operators(self, n):
-        K = self._kernel(n)
-        check_allocation("n", (K.shape[0], self.d, self.d), "the lag operators", "use a smaller n")
+    def _lag_operators(self, n, name="n"):
+        check_total(name, self._kernel_entries(n) + float(n) * self.d * self.d, "the kernel and the lag operators",
+                    f"use a smaller {name}")
+        K = self._kernel(n, name)
         out = np.zeros((K.shape[0], self.d, self.d))
         idx = np.arange(self.d)
         out[:, idx, idx] = K
@@ -699,11 +846,16 @@ class S4D(_Layer):
         C[chan, idx], C[chan, M + idx] = 2.0 * c.real, -2.0 * c.imag
         return A, B, C
 
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers held by :meth:`interaction`: ``W``, the lags (and their padded copies) and the kernel's."""
+        return float(n) * n * self.d * self.d + 4.0 * n * self.d * self.d + self._kernel_entries(n)
+
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = diag(K[i - j])`` for ``j <= i``; shape ``(n, n, d, d)``."""
         n = self._input(X).shape[0]
         check_allocation("X", (n, n, self.d, self.d), "the operator W", _NO_OPERATOR)
-        return _toeplitz(self._lag_operators(_lag_limit(n)), n)
+        _check_operator_total(n, self)
+        return _toeplitz(self._lag_operators(_lag_limit(n), "X"), n)
 
 
 class S5(_Layer):
@@ -765,6 +917,8 @@ class S5(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.N), "the states h_t", "use a shorter X", itemsize=16)
+        check_total("X", 4.0 * n * self.N + 2.0 * n * self.p, "the drives and states (complex) and the outputs",
+                    "use a shorter X")
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             drive = X @ self.B_bar.T
             H = np.empty((n, self.N), dtype=complex)
@@ -779,9 +933,12 @@ class S5(_Layer):
         """``K[l] = Re(C diag(A_bar)^l B_bar)``, shape ``(n, p, d)``."""
         return self._lag_operators(_check_lags(n))
 
-    def _lag_operators(self, n):
-        check_allocation("n", (n, self.p, self.d), "the lags K", "use a smaller n", itemsize=16)
-        check_allocation("n", (n, self.N), "the powers A_bar^l", "use a smaller n", itemsize=16)
+    def _lag_entries(self, n: int) -> float:
+        """Numbers held while the lags are formed: complex exponents and powers, complex and real lags."""
+        return 4.0 * n * self.N + 3.0 * n * self.p * self.d
+
+    def _lag_operators(self, n, name="n"):
+        check_total(name, self._lag_entries(n), "the powers A_bar^l and the lags K", f"use a smaller {name}")
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             powers = np.exp(np.arange(n)[:, None] * (self.dt * self.Lambda)[None])  # (n, N)
             K = np.einsum("pm,lm,md->lpd", self.C, powers, self.B_bar).real
@@ -818,11 +975,16 @@ class S5(_Layer):
     def _heads_needed(self, n):
         return _lag_span_dimension(*self._real_system(), n, None)
 
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers held by :meth:`interaction`: ``W``, the lags (and their padded copies) and their powers."""
+        return float(n) * n * self.p * self.d + 3.0 * n * self.p * self.d + self._lag_entries(n)
+
     def interaction(self, X) -> np.ndarray:
         """``W[i, j] = K[i - j]`` for ``j <= i``; ``X`` only sets ``n``. Shape ``(n, n, p, d)``."""
         n = self._input(X).shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
-        return _toeplitz(self._lag_operators(_lag_limit(n)), n)
+        _check_operator_total(n, self)
+        return _toeplitz(self._lag_operators(_lag_limit(n), "X"), n)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -966,6 +1128,8 @@ class Mamba(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.d_inner), "the outputs", "use a shorter X")
+        check_total("X", float(n) * (5 * self.d_inner + 2 * self.N), "the projections u, Delta, B_t, C_t and the "
+                    "outputs", "use a shorter X")
         U, _, Delta, Bt, Ct = self._projections(X)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             Y = _selective_scan(U, Delta, Bt, Ct, self.A, self.D)
@@ -975,10 +1139,21 @@ class Mamba(_Layer):
         """The hidden attention ``alpha[c, t, s]`` (zero for ``s > t``, without ``D``), shape ``(d_inner, n, n)``."""
         return self._coefficients(self._input(X))
 
+    def _coefficient_entries(self, n: int) -> float:
+        """Numbers held by :meth:`coefficients` at its peak: the segment sums and their masked copies
+        ``(d_inner, n, n)``, and three arrays of decays ``(d_inner, n, n, N)``."""
+        return float(self.d_inner) * n * n * (3 * self.N + 5) + 8.0 * n * (self.d_inner + self.N)
+
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers held by :meth:`interaction`: the coefficients' peak, or ``alpha`` and ``W``."""
+        return max(self._coefficient_entries(n), float(n) * n * self.d_inner * (2 * self.d + 1))
+
     def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (self.d_inner, n, n, self.N), "the decays of every channel, pair and state",
                          _NO_OPERATOR)
+        check_total("X", self._coefficient_entries(n), "the hidden-attention weights and the decays they are "
+                    "built from", _NO_OPERATOR)
         _, _, Delta, Bt, Ct = self._projections(X)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             seg = _segsum(Delta.T)  # (d_inner, t, s): sum_{r=s+1}^t Delta_r, -inf for s > t
@@ -993,6 +1168,7 @@ class Mamba(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.d_inner, self.d), "the operator W", _NO_OPERATOR)
+        _check_operator_total(n, self)
         alpha = self._coefficients(X)
         idx = np.arange(n)
         alpha[:, idx, idx] += self.D[:, None]
@@ -1010,6 +1186,9 @@ class Mamba(_Layer):
         m = n * self.d
         check_allocation("X", (m, self.d_inner, self.N), "the state tangents", "use a shorter X")
         check_allocation("X", (n, n, self.d_inner, self.d), "the Jacobian", "use a shorter X")
+        # J, the tangents and their decayed copy, and one step's (n, d, d_inner) outputs
+        check_total("X", float(n) * n * self.d_inner * self.d + 3.0 * m * self.d_inner * self.N
+                    + 2.0 * m * self.d_inner, "the Jacobian and the state tangents", "use a shorter X")
         work = float(n) * m * self.d_inner * self.N
         if work > MAX_JACOBIAN_WORK:
             raise ValueError(f"X of length {n} would make the Jacobian's scan update {work:.2e} tangent entries "
@@ -1149,6 +1328,8 @@ class Mamba2(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.d_inner), "the head outputs", "use a shorter X")
+        check_total("X", float(n) * (3 * self.d_inner + 4 * self.heads + 2 * self.N + self.p), "the projections "
+                    "and the head outputs", "use a shorter X")
         U, Delta, log_a, Bt, Ct = self._projections(X)
         a = np.exp(log_a)
         H = np.zeros((self.heads, self.N, self.P))
@@ -1175,6 +1356,12 @@ class Mamba2(_Layer):
         n = X.shape[0]
         c = min(chunk, n)
         check_allocation("chunk", (self.heads, c, c), "the within-chunk decays", "use a smaller chunk")
+        # per chunk: the segment sums and their masked copies, the decays L and C B^T (heads x c x c);
+        # over the whole sequence: the projections, the scaled inputs and the head outputs
+        check_total("chunk", (3.0 * self.heads + 2.0) * c * c + float(n) * (4 * self.d_inner + 4 * self.heads
+                                                                          + 2 * self.N + self.p),
+                    "the arrays of one chunk (its heads x chunk x chunk decays) and of the sequence",
+                    "use a smaller chunk")
         U, Delta, log_a, Bt, Ct = self._projections(X)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             Yh = _ssd_chunked(Delta[:, :, None] * U, log_a, Bt, Ct, c)
@@ -1184,9 +1371,20 @@ class Mamba2(_Layer):
         """``alpha[h, t, s] = L^h_ts Delta^h_s C_t^T B_s`` (zero for ``s > t``), shape ``(heads, n, n)``."""
         return self._coefficients(self._input(X))
 
+    def _coefficient_entries(self, n: int) -> float:
+        """Numbers held by :meth:`coefficients` at its peak: the segment sums, their masked copies and the
+        weights (``heads x n x n`` each), and ``C B^T`` (``n x n``)."""
+        return (3.0 * self.heads + 2.0) * n * n + float(n) * (3 * self.d_inner + 4 * self.heads + 2 * self.N)
+
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers held by :meth:`interaction`: the coefficients' peak, or ``alpha`` and ``W``."""
+        return max(self._coefficient_entries(n), float(n) * n * (self.heads + self.p * self.d))
+
     def _coefficients(self, X):
         n = X.shape[0]
         check_allocation("X", (self.heads, n, n), "the weights alpha", _NO_OPERATOR)
+        check_total("X", self._coefficient_entries(n), "the weights alpha and the segment sums they are built "
+                    "from", _NO_OPERATOR)
         _, Delta, log_a, Bt, Ct = self._projections(X)
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
             alpha = np.exp(_segsum(log_a.T)) * Delta.T[:, None, :] * (Ct @ Bt.T)[None]
@@ -1203,11 +1401,25 @@ class Mamba2(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
+        _check_operator_total(n, self)
         return np.einsum("hts,hpd->tspd", self._coefficients(X), self.value_maps())
 
 
 # ----------------------------------------------------------------------------------------------
 # Stacks
+
+
+#: Most floating-point operations :meth:`Hybrid.interaction` spends on multiplying its layers'
+#: operators (``2 n^3 p q d`` per product): 2e10, about a second here (``n`` near 1000 for
+#: width 2).
+MAX_COMPOSE_FLOPS = 2e10
+
+
+def _layer_entries(layer, n: int) -> float:
+    """A layer's working set in ``interaction`` for ``n`` tokens: its own estimate where it has one,
+    else four arrays of the operator's size."""
+    own = getattr(layer, "_interaction_entries", None)
+    return float(own(n)) if callable(own) else 4.0 * n * n * layer.p * layer.d
 
 
 class Hybrid(_Layer):
@@ -1263,12 +1475,44 @@ class Hybrid(_Layer):
             Y = layer.forward(Y)
         return Y
 
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers held by :meth:`interaction` at its peak: at layer ``k``, the product so far and its
+        reshaped copy, with the layer's own operator (its working set), its reshaped copy and the new
+        product; at the end the product and its contiguous copy."""
+        nn = float(n) * n
+        peak, held = 0.0, 0.0
+        for k, layer in enumerate(self.layers):
+            own = _layer_entries(layer, n)
+            if k:
+                peak = max(peak, held + nn * layer.d * self.d
+                           + max(own, nn * layer.p * (2 * layer.d + self.d)))
+            else:
+                peak = own
+            held = nn * layer.p * self.d
+        return max(peak, 2 * held)
+
+    def _compose_flops(self, n: int) -> float:
+        """Floating-point operations of the products ``W^k W`` (``2 n^3 p_k q_k d`` each)."""
+        return sum(2.0 * float(n) ** 3 * layer.p * layer.d * self.d for layer in self.layers[1:])
+
     def interaction(self, X) -> np.ndarray:
-        """``W = W^L(Y^{L-1}) ... W^1(X)`` (block-matrix product over the middle tokens); shape ``(n, n, p, d)``."""
+        """``W = W^L(Y^{L-1}) ... W^1(X)`` (block-matrix product over the middle tokens); shape ``(n, n, p, d)``.
+
+        Refused, with a ``ValueError`` naming ``X``, when the working set (the product so far, the
+        next layer's operator, their reshaped copies and the new product) would exceed 2 GiB, or the
+        products would take more than ``MAX_COMPOSE_FLOPS`` operations (about a second).
+        """
         Y = self._input(X)
         n = Y.shape[0]
         for layer in self.layers:
             check_allocation("X", (n, n, layer.p, layer.d), "a layer's operator", _NO_OPERATOR)
+        check_total("X", self._interaction_entries(n), "the layers' operators and their product (the composed "
+                    "operator W)", _NO_OPERATOR)
+        flops = self._compose_flops(n)
+        if flops > MAX_COMPOSE_FLOPS:
+            raise ValueError(f"X of length {n} would make the product of the layers' operators cost {flops:.2e} "
+                             f"floating-point operations (2 n^3 p q d per layer after the first), above the limit "
+                             f"of {MAX_COMPOSE_FLOPS:.0e} (about a second here); {_NO_OPERATOR}")
         W = None
         for layer in self.layers:
             Wk = layer.interaction(Y)
