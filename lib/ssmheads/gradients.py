@@ -30,7 +30,8 @@ _GELFAND_MAX_LAG = 100_000  # powers gelfand_constant forms at most, unless max_
 
 from ._validate import as_array, check_allocation, check_total, check_nonempty, check_positive_int, check_size
 from .heads import FactorizedHeads, SoftmaxSinkHeads
-from .models import Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system, _checked_lags
+from .models import (MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _check_system,
+                     _checked_lags)
 
 __all__ = [
     "jacobian",
@@ -305,8 +306,15 @@ def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: fl
 
     def evaluate(Z: np.ndarray) -> np.ndarray:
         try:
-            out = np.asarray(f(Z), dtype=float)
+            raw = np.asarray(f(Z))
+            if np.iscomplexobj(raw):
+                raise ValueError(f"f must return a real array; it returned a complex one (dtype {raw.dtype}), "
+                                 "whose imaginary part a real Jacobian would drop; differentiate its real and "
+                                 "imaginary parts as two real maps")
+            out = raw.astype(float)
         except Exception as exc:  # noqa: BLE001 - any failure of the caller's f is reported as f's
+            if isinstance(exc, ValueError) and str(exc).startswith("f must return a real array"):
+                raise
             raise ValueError(f"f must map X of shape {X.shape} to a real array of shape (n, p) = ({n}, p); "
                              f"calling it failed with {type(exc).__name__}: {exc}") from exc
         if out.ndim != 2 or out.shape[0] != n or out.shape[1] < 1:
@@ -319,6 +327,8 @@ def finite_difference_jacobian(f: Callable[[np.ndarray], np.ndarray], X, eps: fl
 
     p = evaluate(X).shape[1]
     check_allocation("X", (n, n, p, d), "the Jacobian", "use a shorter X or jacobian_row")
+    check_total("X", float(n) * n * p * d + 6.0 * n * (p + d), "the Jacobian and the perturbed inputs and outputs",
+                "use a shorter X or jacobian_row")
     J = np.empty((n, d, n, p))
     step = np.zeros_like(X)
     for j in range(n):
@@ -815,8 +825,9 @@ _MAX_LR = 1.0
 #: Work limit of one training call, in "entry-steps": ``(steps + 1) * (entries + _STEP_OVERHEAD)``
 #: with ``entries`` the size of one step's arrays (runs x n x modes for the diagonal SSM,
 #: batch x n x (d_k + d_v) for the recall head) and ``_STEP_OVERHEAD`` the fixed cost of a
-#: step in the same unit. 2e9 is about a minute on one core (the book's largest call is 7e7).
-_MAX_WORK = 2e9
+#: step in the same unit. 1e8 is a few seconds on one core here (about 30 ns per entry-step; the
+#: book's largest call is 7e7).
+_MAX_WORK = 1e8
 _STEP_OVERHEAD = 2000
 
 
@@ -921,12 +932,24 @@ def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
     Returns
     -------
     K : ndarray, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        Naming ``n`` when it exceeds ``MAX_LAGS`` (2^20) or the powers ``lambda_m^l`` and their
+        exponents would hold more than 2 GiB.
     """
     nu, theta, b, c = _check_diagonal(nu, theta, b, c)
     n = check_positive_int("n", n)
     _check_weights_scale(b, c)
     check_allocation("n", (n, nu.shape[0]), "the mode powers lambda_m^l", "use a smaller n or fewer modes",
                      itemsize=16)
+    # the lags, the exponents' real and imaginary parts, the complex exponent and its exponential
+    check_total("n", 8.0 * n * nu.shape[0] + 2.0 * n, "the mode powers lambda_m^l and their exponents",
+                "use a smaller n or fewer modes")
+    if n > MAX_LAGS:
+        raise ValueError(f"n = {n} lags is more than the {MAX_LAGS} computed here (as lag_operators); every mode "
+                         "decays, so use a smaller n")
     Z, _ = _mode_powers(nu, theta, np.arange(n))
     return (Z @ (c * b)).real
 
@@ -1136,7 +1159,7 @@ def _check_work(rounds: int, entries: int, sizes: str, instead: str) -> None:
     if work > _MAX_WORK:
         raise ValueError(f"{sizes} would take about {work:.1e} entry-steps of work ({rounds} evaluations of "
                          f"{entries} entries, plus {_STEP_OVERHEAD} each for the fixed cost), above the limit "
-                         f"of {_MAX_WORK:.1e} (about a minute); {instead}")
+                         f"of {_MAX_WORK:.1e} (a few seconds); {instead}")
 
 
 def _check_diagonal_size(runs: int, n: int, modes: int, steps: int | None = None) -> None:
@@ -1145,6 +1168,9 @@ def _check_diagonal_size(runs: int, n: int, modes: int, steps: int | None = None
     check_allocation(sizes, (runs, n, modes),
                      "the working arrays lambda_m^l of one loss evaluation (four complex arrays of this "
                      "shape, counted together)", "use a smaller n or fewer modes", itemsize=64)
+    # the powers, their exponents (complex) and l lambda^l terms: about twelve numbers per entry
+    check_total(sizes, 12.0 * runs * n * modes, "the working arrays of one loss evaluation",
+                "use a smaller n or fewer modes")
     if steps is not None:
         _check_work(steps + 1, runs * n * modes, f"steps = {steps} with {sizes}",
                     "use fewer steps, a smaller n or fewer modes")
@@ -1195,8 +1221,8 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
     ------
     ValueError
         If ``lr > 1`` or the loss stops being finite (naming ``lr``).
-        If the run would take more than 2e9 entry-steps, ``(steps + 1) x (entries per step + 2000)``,
-        about a minute (the book's largest call is 7e7), or a step's arrays more than 1 GiB; the
+        If the run would take more than 1e8 entry-steps, ``(steps + 1) x (entries per step + 2000)``,
+        a few seconds (the book's largest call is 7e7), or a step's arrays more than 2 GiB; the
         message names the sizes that set the cost.
     """
     n, L = _check_delay(L, n)
@@ -1458,8 +1484,8 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     ------
     ValueError
         If ``lr > 1`` or the loss stops being finite (naming ``lr``).
-        If the run would take more than 2e9 entry-steps, ``(steps + 1) x (entries per step + 2000)``,
-        about a minute (the book's largest call is 7e7), or a step's arrays more than 1 GiB; the
+        If the run would take more than 1e8 entry-steps, ``(steps + 1) x (entries per step + 2000)``,
+        a few seconds (the book's largest call is 7e7), or a step's arrays more than 2 GiB; the
         message names the sizes that set the cost.
     """
     n = check_positive_int("n", n, minimum=2)
@@ -1508,6 +1534,25 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     return RecallResult(losses, solved, W.copy(), bias.copy(), grad0, d_v)
 
 
+def _check_recall_result(result) -> tuple[np.ndarray, np.ndarray]:
+    """``W`` and ``bias`` of a :class:`RecallResult` whose ``W``, ``bias`` and ``d_v`` can be evaluated; else a
+    ``ValueError`` naming ``result`` (a result is a plain record, so one built or edited by hand is checked)."""
+    if not isinstance(result, RecallResult):
+        raise ValueError(f"result must be a RecallResult from train_recall_head; got {type(result).__name__}")
+    try:
+        W = as_array("result.W", result.W, 2, "(d_k, d_k)")
+        bias = as_array("result.bias", result.bias, 1, "(n,)")
+    except ValueError as exc:
+        raise ValueError(f"{exc} (result must be a RecallResult from train_recall_head)") from None
+    if W.shape[0] != W.shape[1] or W.shape[0] < 1:
+        raise ValueError(f"result.W must be square, shape (d_k, d_k) with d_k >= 1; got shape {W.shape}")
+    if bias.shape[0] < 1:
+        raise ValueError("result.bias must hold one bias per distance, shape (n,) with n >= 1; got shape (0,)")
+    if isinstance(result.d_v, (bool, np.bool_)) or not isinstance(result.d_v, (int, np.integer)) or result.d_v < 1:
+        raise ValueError(f"result.d_v must be an integer >= 1 (the value width of the task); got {result.d_v!r}")
+    return W, bias
+
+
 def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1):
     """Loss and mean weight on the match of a trained head, at each distance.
 
@@ -1529,11 +1574,12 @@ def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1
     Raises
     ------
     ValueError
-        If a batch's keys or values would exceed 1 GiB, or the evaluation 2e9 entry-steps.
+        Naming ``result`` if it is not a :class:`RecallResult` with a finite square ``W``, a
+        finite ``bias`` and ``d_v >= 1``, or its scores overflow; if a batch's keys or values
+        would exceed 1 GiB, or the evaluation 1e8 entry-steps.
     """
-    if not isinstance(result, RecallResult):
-        raise ValueError(f"result must be a RecallResult from train_recall_head; got {type(result).__name__}")
-    n, d_k = result.bias.shape[0], result.W.shape[0]
+    W, bias = _check_recall_result(result)
+    n, d_k = bias.shape[0], W.shape[0]
     distances = _check_ints("distances", distances, 1, n, "distances in [1, n]")
     batch = check_positive_int("batch", batch)
     rng = np.random.default_rng(check_positive_int("seed", seed, minimum=0))
@@ -1542,8 +1588,14 @@ def recall_eval(result: RecallResult, distances, batch: int = 256, seed: int = 1
                 f"{len(distances)} distances with batch = {batch} and n = {n}",
                 "use fewer distances or a smaller batch")
     losses, weights = [], []
-    for D in distances:
-        loss, _, _, weight = _recall_loss_grad(result.W, result.bias, *_recall_batch(rng, batch, n, d_k, result.d_v, D))
-        losses.append(loss)
-        weights.append(float(weight.mean()))
-    return np.array(losses), np.array(weights)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for D in distances:
+            loss, _, _, weight = _recall_loss_grad(W, bias, *_recall_batch(rng, batch, n, d_k, result.d_v, D))
+            losses.append(loss)
+            weights.append(float(weight.mean()))
+    losses, weights = np.array(losses), np.array(weights)
+    if not (np.all(np.isfinite(losses)) and np.all(np.isfinite(weights))):
+        raise ValueError(f"result.W and result.bias are too large: the scores q^T W k + bias overflow the largest "
+                         f"float (max |W| = {np.max(np.abs(W)):.3e}, max |bias| = {np.max(np.abs(bias)):.3e}); "
+                         "rescale them")
+    return losses, weights

@@ -723,8 +723,8 @@ MAX_FIT_SCALE = 1e100
 #: Work limit of one :func:`fit_heads` call, in floating-point operations:
 #: ``steps * (4 batch n^2 d p + 8 H n p d + FIT_STEP_OVERHEAD)``, the two products with the
 #: shifted inputs, the head updates and the fixed cost of one step (about 0.1 ms here, counted
-#: as 2e5 operations). 1e11 is about a minute on one core; the book's largest call is 1e9.
-MAX_FIT_WORK = 1e11
+#: as 2e5 operations). 5e9 is a few seconds on one core; the book's largest call is 1e9.
+MAX_FIT_WORK = 5e9
 FIT_STEP_OVERHEAD = 2e5
 
 
@@ -741,8 +741,8 @@ def _check_fit_size(n: int, p: int, d: int, H: int, steps: int, batch: int) -> N
         lead = max(terms, key=terms.get)
         sizes = f"steps = {steps}, batch = {batch}, H = {H} and the n = {n} lags of K"
         raise ValueError(f"{lead} is too large: {sizes} would take about "
-                         f"{work:.1e} floating-point operations, above the limit of {MAX_FIT_WORK:.0e} (about a "
-                         "minute); use fewer steps, a smaller batch or fewer heads")
+                         f"{work:.1e} floating-point operations, above the limit of {MAX_FIT_WORK:.0e} (a few "
+                         "seconds); use fewer steps, a smaller batch or fewer heads")
 
 
 # ---------------------------------------------------------------- nonnegative and softmax heads
