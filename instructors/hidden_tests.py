@@ -1,4 +1,4 @@
-"""Hidden tests of the book's 17 auto-checked exercises, for Otter-Grader.
+"""Hidden tests of the book's 19 auto-checked exercises, for Otter-Grader.
 
 Each exercise's question gets one visible test (the ``check_...`` of
 ``ssmheads.exercises`` on its fixed cases, which students can run themselves)
@@ -958,7 +958,7 @@ def hidden_highway(make_input):
 
 
 def hidden_ssm_profile(ssm_profile):
-    """ex-ssm-profile (Exercise 4.3), hidden cases: ||d y_(n-1) / d x_(n-1-l)|| on 6 new systems.
+    """ex-ssm-profile (Exercise 4.3), hidden cases: ||d y_n / d x_(n-l)|| (positions 1..n) on 6 new systems.
 
     A non-normal Jordan block J_4(0.95), n = 30 (the norms first grow); p = 1, d = 3, n = 10;
     a badly scaled diagonal system (B = 1e-6 I, C = 1e6 [[1, 2], [0, 1]]), n = 8; a
@@ -1346,6 +1346,116 @@ def hidden_ssd(ssd_operator):
                                f"{got[where]:.6g} (W_ts = sum_h L^h_ts dt^h_s (C_t . B_s) V_h){hint}")
 
 
+# ============================================================== Chapter 6
+
+def hidden_delay_floor(delay_floor):
+    """ex-delay-floor (Exercise 6.1), hidden cases: the floor of H positional heads on 6 new (n, L, H).
+
+    (32, 2, 1); (10, 6, 2) (the last tap at n - 1); (128, 100, 3); (50, 1, 0) (no head: 1);
+    (64, 20, 5) (more heads than k: 0); (9, 1, 2). Reference: an SVD of the weighted lags
+    G_w = [sqrt(n - l) vec K_l] of the task (numpy, not the library's head-count routines),
+    its tail after H singular values over the total; the library's routines are switched off
+    while the answer runs, as in the visible check.
+    """
+    import numpy as np
+
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch6 import FLOOR_ROUTINES
+
+    assert delay_floor is not None, ("delay_floor is not defined: run the cell that defines it "
+                                     "(keep its name delay_floor) before you submit")
+    assert callable(delay_floor), f"delay_floor should be a function; got {type(delay_floor).__name__}"
+    taps = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.0, -1.0], [1.0, 0.0]],
+                     [[1.0, 0.0], [0.0, -1.0]], [[0.0, 1.0], [1.0, 0.0]]])
+    for n, L, H in ((32, 2, 1), (10, 6, 2), (128, 100, 3), (50, 1, 0), (64, 20, 5), (9, 1, 2)):
+        K = np.zeros((n, 2, 2))
+        K[L:L + 4] = taps
+        G = (K.reshape(n, 4) * np.sqrt(n - np.arange(n))[:, None]).T
+        s2 = np.linalg.svd(G, compute_uv=False) ** 2
+        right = float(np.sum(s2[H:]) / np.sum(s2))
+        what = f"delay_floor({n}, {L}, {H})"
+        error = None
+        try:
+            with reference_routines_off(FLOOR_ROUTINES):
+                out = delay_floor(n, L, H)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the floor, a number)")
+        try:
+            got = float(out)
+        except (TypeError, ValueError):
+            got = None
+        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
+        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        hint = ""
+        if abs(got - max(4 - H, 0) / 4) <= 1e-9 and abs(right - max(4 - H, 0) / 4) > 1e-9:
+            hint = "; that is (4 - H)/4: lag l is seen by n - l positions, so the taps weigh differently"
+        assert abs(got - right) <= 1e-9, f"{what}: the floor should be {right:.10g}; got {got:.10g}{hint}"
+
+
+def hidden_jacobian_norm(jacobian_norm):
+    """ex-jacobian-norm (Exercise 6.2), hidden cases: ||dy_i/dx_j|| on 5 new layers and pairs.
+
+    A diagonal SSM 0.6 (one channel) at i = j (K_0); a random 3-state LTI SSM with p = 1,
+    d = 2 at distance 5; a retention head (Chapter 5) at i = 6, j = 0; an S4D layer at
+    distance 3; the same S4D layer at j = i + 2 (zero: causality). References: the lag
+    operators for the linear layers (their Jacobian), and for retention the exact
+    derivative of its bilinear form, computed in the test (not by finite differences).
+    """
+    import numpy as np
+
+    import ssmheads as sh
+    from ssmheads import architectures as arch
+
+    assert jacobian_norm is not None, ("jacobian_norm is not defined: run the cell that defines it "
+                                       "(keep its name jacobian_norm) before you submit")
+    assert callable(jacobian_norm), f"jacobian_norm should be a function; got {type(jacobian_norm).__name__}"
+    rng = np.random.default_rng(62)
+    cases = []
+    one = sh.LinearSSM(np.array([[0.6]]), np.array([[1.0]]), np.array([[2.0]]))
+    cases.append(("a scalar SSM (a = 0.6, b = 1, c = 2), i = j = 4", one.forward, rng.standard_normal((6, 1)), 4, 4,
+                  2.0))
+    A = np.diag([0.9, -0.5, 0.3])
+    B, C = rng.standard_normal((3, 2)), rng.standard_normal((1, 3))
+    K = sh.lag_operators(A, B, C, 9)
+    cases.append(("a 3-state SSM with p = 1, d = 2, i = 8, j = 3", sh.LinearSSM(A, B, C).forward,
+                  rng.standard_normal((9, 2)), 8, 3, float(np.linalg.norm(K[5], 2))))
+    W_Q, W_K, W_V = rng.standard_normal((2, 2)), rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
+    ret = arch.Retention(W_Q, W_K, W_V, 0.8)
+    X = rng.standard_normal((7, 2))
+    # y_6 = sum_j 0.8^(6-j) (q_6 . k_j) W_V x_j: d y_6 / d x_0 = 0.8^6 [(q_6 . k_0) W_V + W_V x_0 (W_K^T q_6)^T]
+    q6, k0 = W_Q @ X[6], W_K @ X[0]
+    J = 0.8 ** 6 * ((q6 @ k0) * W_V + np.outer(W_V @ X[0], W_K.T @ q6))
+    cases.append(("a retention head (gamma = 0.8), i = 6, j = 0", ret.forward, X, 6, 0, float(np.linalg.norm(J, 2))))
+    s4d = arch.S4D(-np.exp(rng.standard_normal((2, 3))) + 1j * rng.standard_normal((2, 3)),
+                   rng.standard_normal((2, 3)), rng.standard_normal((2, 3)), np.array([0.5, 0.2]))
+    Kd = s4d.lag_operators(10)
+    X = rng.standard_normal((10, 2))
+    cases.append(("an S4D layer, i = 9, j = 6", s4d.forward, X, 9, 6, float(np.linalg.norm(Kd[3], 2))))
+    cases.append(("the S4D layer, i = 4, j = 6 (j > i)", s4d.forward, X, 4, 6, 0.0))
+    for label, forward, X, i, j, right in cases:
+        what = f"jacobian_norm on {label}"
+        error = None
+        try:
+            out = jacobian_norm(forward, X.copy(), i, j)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        assert error is None, f"{what} raised {error}"
+        assert out is not None and out is not Ellipsis, (
+            f"{what} returned None: your function returns nothing yet (return the norm, a number)")
+        try:
+            got = float(out)
+        except (TypeError, ValueError):
+            got = None
+        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
+        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        hint = "; the layers are causal: y_i does not depend on x_j for j > i" if right == 0.0 else ""
+        assert abs(got - right) <= 1e-5 * max(abs(right), 1e-3), (
+            f"{what}: ||dy_i/dx_j|| should be {right:.8g}; got {got:.8g}{hint}")
+
+
 HIDDEN_TESTS = {
     "ex-ema": [hidden_ema],
     "ex-mlp": [hidden_mlp],
@@ -1364,4 +1474,6 @@ HIDDEN_TESTS = {
     "ex-retention-recurrent": [hidden_retention],
     "ex-rope-rank": [hidden_rope],
     "ex-ssd-rank": [hidden_ssd],
+    "ex-delay-floor": [hidden_delay_floor],
+    "ex-jacobian-norm": [hidden_jacobian_norm],
 }

@@ -110,6 +110,39 @@ def test_train_records_the_initial_loss_and_returns_the_final_parameters():
     assert np.all((0.9 <= r.initial_radii) & (r.initial_radii < 0.999))
 
 
+def test_mode_powers_are_the_exponentials_and_an_overflowing_rate_gives_zero():
+    import ssmheads.gradients as g
+    nu, theta = np.array([[-3.0, 0.2, 2.0, 800.0]]), np.array([[0.3, -2.0, 5.0, 1.0]])
+    Z, e_nu = g._mode_powers(nu, theta, 60)
+    lags = np.arange(60)[:, None]
+    with np.errstate(over="ignore", under="ignore"):
+        direct = np.exp(lags * (-np.exp(nu[0, :3]) + 1j * theta[0, :3]))
+    np.testing.assert_allclose(Z[0, :, :3], direct, rtol=1e-13, atol=1e-300)
+    assert np.all(Z[0, 0] == 1) and np.all(Z[0, 1:, 3] == 0) and np.isfinite(e_nu).all()
+    loss, grads = delay_task_loss(nu[0], theta[0], np.ones((4, 2)), np.ones((4, 2)) / 4, 3, 20)
+    assert np.isfinite(loss) and grads["nu"][3] == 0 and np.all(np.isfinite(grads["nu"]))
+
+
+def test_zero_steps_return_the_initialisation():
+    r0 = train_diagonal_ssm(7, 20, modes=5, radius=(0.2, 0.6), steps=0, seed=4)
+    r3 = train_diagonal_ssm(7, 20, modes=5, radius=(0.2, 0.6), steps=3, seed=4)
+    assert r0.losses.shape == (1,) and r0.losses[0] == r3.losses[0]
+    np.testing.assert_array_equal(r0.radii, r0.initial_radii)
+    np.testing.assert_array_equal(r0.radii, r3.initial_radii)
+    loss, _ = delay_task_loss(r0.nu, r0.theta, r0.b, r0.c, 7, 20)
+    assert loss == pytest.approx(r0.losses[0], rel=1e-12)
+
+
+def test_adam_epsilon_is_passed_through_and_matters_only_for_tiny_gradients():
+    big = delay_task_sweep([5], 16, [(0.5, 0.9)], [1], modes=4, steps=30)
+    tiny = delay_task_sweep([5], 16, [(0.5, 0.9)], [1], modes=4, steps=30, eps=1e-30)
+    single = train_diagonal_ssm(5, 16, modes=4, radius=(0.5, 0.9), steps=30, seed=1, eps=1e-30)
+    assert tiny[0, 0, 0] == pytest.approx(single.losses[-1], rel=1e-9)
+    assert tiny[0, 0, 0] == pytest.approx(big[0, 0, 0], rel=1e-3)   # gradients here are far above 1e-8
+    huge = delay_task_sweep([5], 16, [(0.5, 0.9)], [1], modes=4, steps=30, eps=1e3)
+    assert abs(huge[0, 0, 0] - big[0, 0, 0]) > 1e-3                # an eps above the gradients slows Adam
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_acceptance_vanishing_gradients_with_capacity_present(seed):
     small = train_diagonal_ssm(48, 96, modes=32, radius=(0.0, 0.5), seed=seed)
@@ -135,7 +168,9 @@ def test_sweep_reproduces_single_runs():
     (dict(L=2, n=12, radius=(0.5, 0.4)), "radius must be a pair"),
     (dict(L=2, n=12, radius=(0.5, 1.0)), "radius must be a pair"),
     (dict(L=2, n=12, radius=0.5), "radius must be a pair"),
-    (dict(L=2, n=12, steps=0), "steps must be an integer"),
+    (dict(L=2, n=12, steps=-1), "steps must be an integer >= 0"),
+    (dict(L=2, n=12, eps=0.0), "eps must be a finite number > 0"),
+    (dict(L=2, n=12, eps=1e-200), "eps must be at least 1e-100"),
     (dict(L=2, n=12, lr=-1.0), "lr must be a finite number"),
     (dict(L=2, n=12, lr=np.inf), "lr must be a finite number"),
     (dict(L=2, n=12, modes=0), "modes must be an integer"),
@@ -246,6 +281,15 @@ def test_alibi_penalises_distance():
 def test_recall_steps_to_solve_is_none_when_not_reached():
     r = train_recall_head(8, steps=2, seed=1)
     assert r.steps_to_solve is None and r.grad_norm0 > 0
+
+
+def test_recall_records_w_at_the_step_it_is_solved():
+    r = train_recall_head(16, steps=120, seed=2)
+    t = r.steps_to_solve
+    assert t is not None and 0 < t < 120
+    again = train_recall_head(16, steps=t, seed=2)   # the same batches up to step t
+    np.testing.assert_array_equal(r.W_solved, again.W)
+    assert train_recall_head(8, steps=2, seed=1).W_solved is None
 
 
 @pytest.mark.parametrize("kwargs, match", [

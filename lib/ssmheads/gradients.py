@@ -2,8 +2,9 @@
 
 ``J[i, j] = d y_i / d x_j`` has shape ``(n, n, p, d)``, like an interaction
 operator. For a linear layer it *is* the operator (Chapter 1). For softmax
-attention it adds two terms that come from differentiating the weights
-(Proposition 4.1): for each head, with ``o_i = sum_m a_im v_m``,
+attention it adds two terms that come from differentiating the weights (the
+Jacobian of a softmax head, Proposition 4.1): for each head, with
+``o_i = sum_m a_im v_m``,
 
 * value path ``a_ij W_O W_V``;
 * key path ``a_ij W_O (v_j - o_i) (W_K^T q_i)^T / sqrt(d_k)``;
@@ -136,9 +137,7 @@ def _attention_paths(a, V, P, g, f):
     ``g`` (H, r, d) g_i = W_K^T q_i / sqrt(d_k); ``f`` (H, n, d)
     f_m = W_Q^T k_m / sqrt(d_k). Returns the value path and the key
     path, each (r, n, p, d), and the query path (r, p, d), which
-    belongs at j = i. The caller passes P, g, f divided by powers of
-    two and multiplies the key and query paths back (both are linear
-    in P and in g, f).
+    belongs at j = i.
     """
     r, H = a.shape[1], a.shape[0]
     # O_i = sum_m a_im P_m: head h's output at query i
@@ -440,6 +439,7 @@ def highway_input(attention: MultiHeadAttention, n: int, a: float, key: int = 0,
 
 
 _LOG_MAX = float(np.log(np.finfo(float).max))
+_FLOAT_MAX = float(np.finfo(float).max)
 
 
 class _KappaOverflow(ValueError):
@@ -849,16 +849,24 @@ def _pairs(z: np.ndarray) -> np.ndarray:
     return np.stack([z.real, z.imag], axis=-1)
 
 
-def _mode_powers(nu: np.ndarray, theta: np.ndarray, lags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``lambda_m^l = exp(-l exp(nu_m) + i l theta_m)`` for ``lags`` of shape (n,): shape (..., n, M).
+def _mode_powers(nu: np.ndarray, theta: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The powers ``lambda_m^l``, ``l = 0..n-1``, of ``lambda_m = exp(-exp(nu_m) + i theta_m)``: shape (..., n, M).
 
-    Also returns ``exp(nu)``. When ``exp(nu_m)`` overflows, ``lambda_m = 0`` and ``lambda_m^0 = 1``
-    (the product ``l exp(nu_m)`` is taken as 0 at ``l = 0``, not ``0 * inf``)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        e_nu = np.exp(nu)  # the rate: |lambda_m| = exp(-e_nu)
-        l = lags[:, None].astype(float)
-        logmag = np.where(l == 0, 0.0, l * e_nu[..., None, :])
-        return np.exp(-logmag + 1j * (l * theta[..., None, :])), e_nu
+    Also returns the rate ``exp(nu)``, capped at the largest float: a rate that overflows gives
+    ``lambda_m = 0`` exactly (and ``lambda_m^0 = 1``), and times the zero terms it multiplies in
+    the gradient it gives 0, not ``inf * 0``. The powers are running products
+    ``lambda^l = lambda^(l-1) lambda`` (one complex product per entry instead of one complex
+    exponential; relative rounding error at most about ``3 l`` units of ``2^-53``, and ``|lambda_m| <= 1``
+    so nothing overflows)."""
+    with np.errstate(over="ignore"):
+        e_nu = np.minimum(np.exp(nu), _FLOAT_MAX)  # the rate: |lambda_m| = exp(-e_nu)
+    lam = np.exp(-e_nu + 1j * theta)
+    Z = np.empty(lam.shape[:-1] + (n, lam.shape[-1]), dtype=complex)
+    Z[..., 0, :] = 1.0
+    if n > 1:
+        with np.errstate(under="ignore"):
+            np.cumprod(np.broadcast_to(lam[..., None, :], Z[..., 1:, :].shape), axis=-2, out=Z[..., 1:, :])
+    return Z, e_nu
 
 
 def _check_weights_scale(b: np.ndarray, c: np.ndarray) -> None:
@@ -878,14 +886,11 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     K_l = Re sum_m c_m b_m lambda_m^l, lambda_m = exp(mu_m),
     mu_m = -exp(nu_m) + i theta_m;
     loss = sum_l w_l (K_l - delta_lL)^2 / w_L with w_l = n - l.
-    For a real function of a complex parameter the gradient is
-    returned as d/dRe + i d/dIm: d K_l / d c_m = conj(b_m lambda_m^l),
-    and with h = c b l lambda^l, d K_l / d nu = -exp(nu) Re h,
-    d K_l / d theta = -Im h.
+    The gradient in a complex b_m or c_m is d/dRe + i d/dIm.
     """
     lags = np.arange(n)
     # Z = lambda_m^l, (R, n, M); e_nu = exp(nu): |lambda_m| = exp(-e_nu)
-    Z, e_nu = _mode_powers(nu, theta, lags)
+    Z, e_nu = _mode_powers(nu, theta, n)
     g = c * b
     # the kernel K_l, (R, n)
     K = np.einsum("rlm,rm->rl", Z, g).real
@@ -904,11 +909,8 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     # d(lambda^l)/d mu = l lambda^l
     T = np.einsum("rl,rlm->rm", e * lags, Z)
     h = g * T
-    with np.errstate(over="ignore", invalid="ignore"):
-        # d loss / d nu = -exp(nu) Re h. If exp(nu) overflowed, then
-        # lambda = 0 and h = 0 exactly: the gradient is 0, not 0 * inf
-        gnu = np.where(h.real == 0, 0.0, -e_nu * h.real)
-    return loss, K, (gnu, -h.imag, np.conj(c * S), np.conj(b * S))
+    # d loss / d nu = -exp(nu) Re h, d loss / d theta = -Im h
+    return loss, K, (-e_nu * h.real, -h.imag, np.conj(c * S), np.conj(b * S))
 
 
 def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
@@ -950,7 +952,7 @@ def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:
     if n > MAX_LAGS:
         raise ValueError(f"n = {n} lags is more than the {MAX_LAGS} computed here (as lag_operators); every mode "
                          "decays, so use a smaller n")
-    Z, _ = _mode_powers(nu, theta, np.arange(n))
+    Z, _ = _mode_powers(nu, theta, n)
     return (Z @ (c * b)).real
 
 
@@ -1074,7 +1076,7 @@ def _init_diagonal(modes: int, radius: tuple[float, float], seed: int):
     return nu, theta, b, c
 
 
-def _adam_step(params, grads, m1, m2, t: int, lr: float) -> None:
+def _adam_step(params, grads, m1, m2, t: int, lr: float, eps: float = _ADAM_EPS) -> None:
     """One Adam step in place; a complex parameter is a pair of real ones (moments per part)."""
     for x, g, u, v in zip(params, grads, m1, m2):
         u *= _BETA1
@@ -1086,12 +1088,12 @@ def _adam_step(params, grads, m1, m2, t: int, lr: float) -> None:
             v += (1 - _BETA2) * g * g
         uh, vh = u / (1 - _BETA1**t), v / (1 - _BETA2**t)
         if np.iscomplexobj(x):
-            x -= lr * (uh.real / (np.sqrt(vh.real) + _ADAM_EPS) + 1j * uh.imag / (np.sqrt(vh.imag) + _ADAM_EPS))
+            x -= lr * (uh.real / (np.sqrt(vh.real) + eps) + 1j * uh.imag / (np.sqrt(vh.imag) + eps))
         else:
-            x -= lr * uh / (np.sqrt(vh) + _ADAM_EPS)
+            x -= lr * uh / (np.sqrt(vh) + eps)
 
 
-def _train_diagonal_batch(Ls, n, modes, radii, seeds, steps, lr):
+def _train_diagonal_batch(Ls, n, modes, radii, seeds, steps, lr, eps=_ADAM_EPS):
     """Train R independent diagonal SSMs at once (run r: delay Ls[r], radius radii[r], seed seeds[r])."""
     inits = [_init_diagonal(modes, rad, s) for rad, s in zip(radii, seeds)]
     params = [np.stack([p[k] for p in inits]) for k in range(4)]  # nu, theta, b, c: (R, M)
@@ -1104,7 +1106,7 @@ def _train_diagonal_batch(Ls, n, modes, radii, seeds, steps, lr):
             losses[:, t], _, grads = _delay_loss_grad(*params, Ls, n)
             if not np.all(np.isfinite(losses[:, t])):
                 raise _diverged(t, lr)
-            _adam_step(params, grads, m1, m2, t + 1, lr)
+            _adam_step(params, grads, m1, m2, t + 1, lr, eps)
         losses[:, steps], K, _ = _delay_loss_grad(*params, Ls, n)
     if not (np.all(np.isfinite(losses[:, steps])) and np.all(np.isfinite(K))):
         raise _diverged(steps, lr)
@@ -1141,14 +1143,23 @@ class DiagonalSSMResult:
     c: np.ndarray
 
 
-def _check_training(steps, lr, modes):
-    steps = check_positive_int("steps", steps)
+def _check_training(steps, lr, modes, min_steps: int = 1):
+    steps = check_positive_int("steps", steps, minimum=min_steps)
     lr = _check_number("lr", lr, 0.0, np.inf, " > 0")
     if lr > _MAX_LR:
         raise ValueError(f"lr must be at most {_MAX_LR:g}: Adam moves each parameter by about lr per step, "
                          f"and a step larger than the parameters' own scale only diverges; got {lr!r}")
     modes = check_positive_int("modes", modes)
     return steps, lr, modes
+
+
+def _check_eps(eps) -> float:
+    eps = _check_number("eps", eps, 0.0, np.inf, " > 0")
+    if eps < 1e-100:
+        raise ValueError(f"eps must be at least 1e-100: Adam divides each coordinate's mean gradient by "
+                         f"sqrt(v) + eps, and a gradient below about 1e-154 has a square v that underflows "
+                         f"to 0, so it would be divided by eps alone; got {eps!r}")
+    return eps
 
 
 def _check_work(rounds: int, entries: int, sizes: str, instead: str) -> None:
@@ -1182,7 +1193,7 @@ def _diverged(t: int, lr: float):
 
 
 def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), steps: int = 500,
-                       lr: float = 0.02, seed: int = 0) -> DiagonalSSMResult:
+                       lr: float = 0.02, seed: int = 0, eps: float = 1e-8) -> DiagonalSSMResult:
     """Train a diagonal complex SSM on the delay-``L`` task by Adam on the exact loss.
 
     Used in Chapter 4, Section 4.9.
@@ -1190,12 +1201,13 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
     The model (:func:`diagonal_ssm_kernel`) can represent the delay when ``L < 2 M``: ``M``
     modes with free phases and weights fit ``K_l = delta_{lL}`` on ``l < n`` closely once ``M``
     is a few dozen, so what the run measures is whether gradient descent *finds* it. (For
-    ``L >= 2 M`` it cannot: the real state has dimension ``2 M``, and by Cayley-Hamilton
-    ``K_0 = ... = K_{2M-1} = 0`` forces ``K = 0``.) Every parameter
+    ``L >= 2 M`` it cannot: the real state has dimension ``2 M``, by Cayley-Hamilton
+    ``K_0 = ... = K_{2M-1} = 0`` forces ``K = 0``, and since every ``|lambda_m| < 1`` the
+    loss is bounded away from 0; Section 4.9 gives the argument.) Every parameter
     trains: ``nu``, ``theta`` and the complex ``b``, ``c`` (as real pairs). Initialisation:
     radii ``|lambda_m|`` uniform in ``radius`` (then ``nu = log(-log r)``), phases uniform in
     ``[0, 2 pi)``, ``b ~ CN(0, 1)``, ``c ~ CN(0, 0.01 / M)``; all from ``default_rng(seed)``.
-    Adam with ``beta = (0.9, 0.999)``, ``eps = 1e-8``; the gradients are analytic
+    Adam with ``beta = (0.9, 0.999)`` and ``eps`` (default ``1e-8``); the gradients are analytic
     (:func:`delay_task_loss`).
 
     Parameters
@@ -1209,9 +1221,14 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
     radius : pair of float
         ``0 <= low < high < 1``: the range of the initial ``|lambda_m|``.
     steps : int
+        Adam steps, ``>= 0``; ``steps=0`` returns the initialisation (and its loss).
     lr : float
         Adam's step size, ``0 < lr <= 1``.
     seed : int
+    eps : float
+        Adam's ``epsilon``, added to the root mean square of each coordinate's gradient before
+        dividing by it; ``1e-100 <= eps`` (Chapter 4 sets it to ``1e-30`` to show that it plays
+        no part in the small-radius failure).
 
     Returns
     -------
@@ -1226,21 +1243,23 @@ def train_diagonal_ssm(L: int, n: int, modes: int = 32, radius=(0.9, 0.999), ste
         message names the sizes that set the cost.
     """
     n, L = _check_delay(L, n)
-    steps, lr, modes = _check_training(steps, lr, modes)
+    steps, lr, modes = _check_training(steps, lr, modes, min_steps=0)
+    eps = _check_eps(eps)
     radius = _check_radius(radius)
     seed = check_positive_int("seed", seed, minimum=0)
     _check_diagonal_size(1, n, modes, steps)
     r0 = np.exp(-np.exp(_init_diagonal(modes, radius, seed)[0]))
-    losses, K, (nu, theta, b, c) = _train_diagonal_batch([L], n, modes, [radius], [seed], steps, lr)
+    losses, K, (nu, theta, b, c) = _train_diagonal_batch([L], n, modes, [radius], [seed], steps, lr, eps)
     return DiagonalSSMResult(losses[0], np.exp(-np.exp(nu[0])), r0, K[0], nu[0], theta[0], _pairs(b[0]), _pairs(c[0]))
 
 
-def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500, lr: float = 0.02) -> np.ndarray:
+def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500, lr: float = 0.02,
+                     eps: float = 1e-8) -> np.ndarray:
     """Final losses of :func:`train_diagonal_ssm` over a grid, all runs trained at once.
 
     Used in Chapter 4, Section 4.9.
 
-    Each run is exactly the run ``train_diagonal_ssm(L, n, modes, radius, steps, lr, seed)``
+    Each run is exactly the run ``train_diagonal_ssm(L, n, modes, radius, steps, lr, seed, eps)``
     (same initialisation, same steps); they are stacked so each Adam step is one vectorised
     computation over runs, lags and modes.
 
@@ -1255,6 +1274,8 @@ def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500
     modes, steps : int
     lr : float
         Adam's step size, ``0 < lr <= 1``.
+    eps : float
+        Adam's ``epsilon``, as for :func:`train_diagonal_ssm`.
 
     Returns
     -------
@@ -1275,10 +1296,11 @@ def delay_task_sweep(Ls, n: int, radii, seeds, modes: int = 32, steps: int = 500
         raise ValueError("Ls, radii and seeds must each hold at least one value; got "
                          f"{len(Ls)}, {len(radii)} and {len(seeds)}")
     steps, lr, modes = _check_training(steps, lr, modes)
+    eps = _check_eps(eps)
     _check_diagonal_size(len(Ls) * len(radii) * len(seeds), n, modes, steps)
     grid = [(L, r, s) for L in Ls for r in radii for s in seeds]
     losses, _, _ = _train_diagonal_batch([g[0] for g in grid], n, modes, [g[1] for g in grid],
-                                         [g[2] for g in grid], steps, lr)
+                                         [g[2] for g in grid], steps, lr, eps)
     return losses[:, -1].reshape(len(Ls), len(radii), len(seeds))
 
 
@@ -1406,9 +1428,12 @@ class RecallResult:
     bias : ndarray, shape (n,)
         Final relative-position bias, ``bias[D - 1]`` for distance ``D``.
     grad_norm0 : float
-        Norm of the gradient at initialisation (before Adam rescales it).
+        Norm of the gradient at initialisation (before Adam rescales it), on the first batch.
     d_v : int
         Value dimension of the task.
+    W_solved : ndarray, shape (d_k, d_k), or None
+        ``W`` at step ``steps_to_solve`` (the parameters whose batch loss first fell below
+        ``tol``); None if the run never got there.
     """
 
     losses: np.ndarray
@@ -1417,6 +1442,7 @@ class RecallResult:
     bias: np.ndarray
     grad_norm0: float
     d_v: int
+    W_solved: np.ndarray | None = None
 
 
 def _check_recall_size(batch: int, n: int, d_k: int, d_v: int) -> None:
@@ -1516,7 +1542,7 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
     m1 = [np.zeros_like(p) for p in params]
     m2 = [np.zeros_like(p) for p in params]
     losses = np.empty(steps + 1)
-    solved, grad0 = None, 0.0
+    solved, grad0, W_solved = None, 0.0, None
     for t in range(steps + 1):
         loss, dW, dbias, _ = _recall_loss_grad(W, bias, *_recall_batch(rng, batch, n, d_k, d_v, distance,
                                                                                max_distance))
@@ -1524,14 +1550,14 @@ def train_recall_head(n: int, steps: int = 300, lr: float = 0.1, batch: int = 32
             raise _diverged(t, lr)
         losses[t] = loss
         if solved is None and loss < tol:
-            solved = t
+            solved, W_solved = t, W.copy()
         if t == 0:
             grad0 = float(np.sqrt(np.sum(dW**2) + (np.sum(dbias**2) if position == "learned" else 0.0)))
         if t == steps:
             break
         grads = [dW, dbias if position == "learned" else np.zeros_like(bias)]
         _adam_step(params, grads, m1, m2, t + 1, lr)
-    return RecallResult(losses, solved, W.copy(), bias.copy(), grad0, d_v)
+    return RecallResult(losses, solved, W.copy(), bias.copy(), grad0, d_v, W_solved)
 
 
 def _check_recall_result(result) -> tuple[np.ndarray, np.ndarray]:

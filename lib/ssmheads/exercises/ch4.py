@@ -65,8 +65,14 @@ def check_highway_input(make_input: Callable) -> CheckResult:
 
     The answer is a function ``make_input(W_Q, W_K, n, a, key)`` returning ``X (n, d)`` on
     which a causal softmax head with these query and key maps gives the last position
-    weight ``a`` on position ``key``.
+    weight ``a`` on position ``key``. When every case passes, the message also reports the
+    smallest ratio ``||d y_n / d x_key|| / (a sigma_2(V))`` on the answer's inputs (with the
+    heads' value maps ``V``): the theorem says it is at least 1.
     """
+    from ..gradients import jacobian_row
+
+    ratios = []
+
     def expect(head, n, a, key):
         def test(out, label):
             X = _numeric(out, (n, head.d), label)
@@ -75,6 +81,12 @@ def check_highway_input(make_input: Callable) -> CheckResult:
             if not np.isfinite(weight) or abs(weight - a) > 1e-8:
                 raise _Fail(f"{label}: the weight of the last position on position {key} should be {a}; "
                             f"on your input it is {weight:.6g}")
+            try:
+                J = jacobian_row(head, X)[key]
+            except ValueError:  # an input too large for the Jacobian: report no ratio
+                return
+            s2 = np.linalg.svd(head.value_maps()[0], compute_uv=False)[1]
+            ratios.append(float(np.linalg.norm(J, 2) / (a * s2)))
         return test
 
     cases = []
@@ -82,8 +94,13 @@ def check_highway_input(make_input: Callable) -> CheckResult:
         head = _one_head(seed)
         cases.append((f"make_input(n={n}, a={a}, key={key})", (head.W_Q[0], head.W_K[0], n, a, key),
                       expect(head, n, a, key)))
-    return _run("Chapter 4: build the highway", make_input, cases,
-                "the key gets exactly weight a on 4 heads, lengths and positions")
+    result = _run("Chapter 4: build the highway", make_input, cases,
+                  "the key gets exactly weight a on 4 heads, lengths and positions")
+    if result and len(ratios) == len(cases):
+        result = CheckResult(result.exercise, result.status,
+                             result.message + f";\n  on your inputs ||dy_n/dx_key|| / (a sigma_2(V)) >= "
+                             f"{min(ratios):.2f} (Theorem 4.1: 1)")
+    return result
 
 
 def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
@@ -92,7 +109,8 @@ def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
     Used in Chapter 4, Exercise 4.3.
 
     The answer is a function ``ssm_profile(A, B, C, n)`` returning the spectral norms
-    ``||d y_{n-1} / d x_{n-1-l}||`` for ``l = 0, ..., n-1``: shape ``(n,)``.
+    ``||d y_n / d x_{n-l}||`` for ``l = 0, ..., n-1`` (positions ``1..n``; in code, row
+    ``n - 1`` and column ``n - 1 - l`` of the Jacobian): shape ``(n,)``.
     """
     from ..models import lag_operators
     from ..systems import jordan, random_stable, rotation
@@ -156,4 +174,5 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
                         ("a decaying kernel, n=20, L=5", 0.8 ** np.arange(20), 5)):
         cases.append((f"delay_loss({label})", (K.copy(), L), test(K, L)))
     return _run("Chapter 4: the exact loss of the delay task", delay_loss, cases,
-                "weights n - l, normalisation by n - L: right on 5 kernels, including no model and an exact delay")
+                "weights n - l and normalisation by n - L right on 5 kernels,\n  including no model and an "
+                "exact delay")

@@ -24,9 +24,10 @@ def highway_explorer_figure(rho: float = 0.9, n: int = 256, a: float = 0.9, seed
     (Proposition 4.3); the same SSM with ``rho = 1`` (a rotation, no decay); and the head on
     a random input of unit-norm tokens. With the query fixed, every key competes with the
     same ``n`` tokens, so that curve is flat near ``c / n``: the ``1/L`` decay on bounded
-    tokens (Proposition 4.2) appears when the query moves with the distance (query at ``L``,
-    key at the start), as in the chapter's figure. The comparison is ``1/L`` (or ``1/n``) against ``rho^L``, not flat against
-    decaying.
+    tokens (Proposition 4.2) appears only when the query moves with the distance (key at
+    position 1, query at ``L + 1``), as in the chapter's figure: dilution by the number of
+    tokens, not attenuation by distance. The comparison is ``1/L`` (or ``1/n``) against
+    ``rho^L``, not flat against decaying.
 
     Parameters
     ----------
@@ -95,7 +96,8 @@ def highway_explorer():
 
     return _explorer(
         highway_explorer_figure,
-        rho=widgets.FloatSlider(value=0.9, min=0.5, max=0.995, step=0.005, description="rho"),
+        rho=widgets.FloatSlider(value=0.9, min=0.5, max=0.995, step=0.005, description="rho",
+                                readout_format=".3f"),
         n=widgets.IntSlider(value=256, min=8, max=2048, step=8, description="n"),
         a=widgets.FloatSlider(value=0.9, min=0.05, max=0.99, step=0.01, description="a"),
     )
