@@ -55,7 +55,7 @@ def hidden_ema(ema_operator):
             f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
         return out
 
-    def array(out, shape, what):
+    def array(out, shape, what, gamma):
         try:
             raw = np.asarray(out)
             got = None if np.iscomplexobj(raw) else raw.astype(float)
@@ -63,16 +63,22 @@ def hidden_ema(ema_operator):
             raw, got = None, None
         kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
         assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
+            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 of the largest one: "
+            "build it in float64, NumPy's default")
         assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
         bad = ~np.isfinite(got)
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}"
+                               + (f"; gamma = {gamma} is negative here (any real gamma is allowed): gamma ** (i - j) "
+                                  "with an integer power is fine, but log(gamma) or a fractional power is not"
+                                  if gamma < 0 else ""))
         return got
 
     for n, d, gamma in ((6, 3, 0.25), (1, 4, 0.8), (5, 2, 0.0), (4, 2, 1.0), (9, 2, 0.97), (3, 5, -0.8)):
         what = f"ema_operator({n}, {d}, {gamma})"
         expected = sh.LinearSSM(gamma * np.eye(d), (1 - gamma) * np.eye(d), np.eye(d)).interaction(np.zeros((n, d)))
-        got = array(call(what, n, d, gamma), (n, n, d, d), what)
+        got = array(call(what, n, d, gamma), (n, n, d, d), what, gamma)
         bad = np.abs(got - expected) > 1e-9 * max(1.0, float(np.abs(expected).max()))
         above = np.argwhere(bad & (np.arange(n)[None, :, None, None] > np.arange(n)[:, None, None, None]))
         where = tuple(int(i) for i in (above[0] if len(above) else np.argwhere(bad)[0])) if bad.any() else None
@@ -84,9 +90,10 @@ def hidden_ema(ema_operator):
             hint = "; with gamma = 0 the EMA is y_i = x_i: W_ii = I (gamma^0 = 1, also for gamma = 0) and 0 elsewhere"
         elif gamma == 1.0:
             hint = "; with gamma = 1 the factor 1 - gamma is 0, so every block is 0"
-        assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
-                               "(indices (i, j, row, col), 0-based: output i, source j, then the entry of the "
-                               f"d x d block W_ij = (1 - gamma) gamma^(i-j) I for j <= i){hint}")
+        digits = ".6g" if where is None or f"{expected[where]:.6g}" != f"{got[where]:.6g}" else ".17g"
+        assert where is None, (f"{what}: entry {where} should be {expected[where]:{digits}}; got "
+                               f"{got[where]:{digits}} (indices (i, j, row, col), 0-based: output i, source j, then "
+                               f"the entry of the d x d block W_ij = (1 - gamma) gamma^(i-j) I for j <= i){hint}")
 
 
 def hidden_mlp(mlp_operator):
@@ -161,10 +168,15 @@ def hidden_mlp(mlp_operator):
         hint = ""
         if where is not None:
             pre = W1 @ X[where[0]]
+            y = np.maximum(X @ W1.T, 0) @ W2.T
             if np.any(pre == 0):
                 hint = (f"; token {where[0]} has a preactivation W1 x exactly 0 in unit(s) "
                         f"{[int(r) for r in np.flatnonzero(pre == 0)]}: D(x) = diag(1[W1 x > 0]) counts only "
                         "strictly positive units (so a zero token has W_ii = 0)")
+            elif np.allclose(np.einsum("ijpd,jd->ip", got, X), y, rtol=1e-9, atol=1e-9 * scale):
+                hint = ("; your token-local operator reproduces the MLP's output, but adding to W_ii a matrix N_i "
+                        "with N_i x_i = 0 keeps the output: the exercise asks for the gate form, "
+                        "D(x_i) = diag(1[W1 x_i > 0])")
         assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
                                f"(indices (i, j, row, col), 0-based; W_ii = W2 D(x_i) W1){hint}")
 
@@ -231,6 +243,9 @@ def hidden_residual(residual_operator):
                 hint = "; the residual connection is missing: add the identity to the diagonal blocks W_ii"
             elif np.abs(got - (expected - identity + np.eye(d))).max() <= 1e-9 * scale:
                 hint = "; the identity is added to every block; it belongs to the diagonal blocks (i == j) only"
+            elif np.allclose(np.einsum("ijpd,jd->ip", got, X), mha.forward(X) + X, rtol=1e-9, atol=1e-9 * scale):
+                hint = ("; your operator reproduces MHA(X) + X on X, but it is another interaction form of that map, "
+                        "not its natural operator sum_h alpha^h_ij V_h + delta_ij I")
             elif not causal or kernel != "softmax":
                 plain = sh.MultiHeadAttention(mha.W_Q, mha.W_K, mha.W_V, mha.W_O, causal=True, kernel="softmax")
                 same = np.abs(got - plain.interaction(X) - identity).max() <= 1e-9 * scale
@@ -1103,8 +1118,10 @@ def hidden_retention(retention_recurrent):
 
     (10, 3, 2, 0.3); n = 1 with d_k = p = 1 and gamma = 1; d_k = 6 > n = 4; a slow decay
     (15, 2, 4, 0.999); a fast decay (8, 2, 2, 1e-3); a zero query row and a zero key row
-    (7, 3, 3, 0.6). Reference: the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for
-    s <= t. The library's retention routines are switched off while the answer runs.
+    (7, 3, 3, 0.6); a long sequence (1200, 3, 2, 0.5), where a state rescaled by gamma^(-t)
+    overflows. Reference: the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for
+    s <= t. The library's retention routines are switched off while the answer runs; the
+    hints are those of the visible check.
     """
     import numpy as np
 
@@ -1121,8 +1138,13 @@ def hidden_retention(retention_recurrent):
         try:
             with reference_routines_off(RETENTION_ROUTINES):
                 out = retention_recurrent(*args)
+        except OverflowError as exc:
+            error = (f"OverflowError: {exc}; on a long sequence gamma^(-t) overflows: run "
+                     "S_t = gamma S_(t-1) + k_t v_t^T as it stands")
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, ValueError) and any(w in str(exc) for w in ("mismatch", "shapes", "aligned")):
+                error += " (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, and y_t = S_t^T q_t has p entries)"
         assert error is None, f"{what} raised {error}"
         assert out is not None and out is not Ellipsis, (
             f"{what} returned None: your function returns nothing yet (return the outputs Y)")
@@ -1138,8 +1160,9 @@ def hidden_retention(retention_recurrent):
         assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
         assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
         bad = ~np.isfinite(got)
+        long = " (a state rescaled by gamma^(-t) overflows on a long sequence)" if shape[0] > 1000 else ""
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
+                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}{long}")
         return got
 
     def parallel(Q, K, V, gamma, read_first=False):
@@ -1148,7 +1171,7 @@ def hidden_retention(retention_recurrent):
 
     rng = np.random.default_rng(171)
     for n, dk, p, gamma in ((10, 3, 2, 0.3), (1, 1, 1, 1.0), (4, 6, 3, 0.8), (15, 2, 4, 0.999), (8, 2, 2, 1e-3),
-                            (7, 3, 3, 0.6)):
+                            (7, 3, 3, 0.6), (1200, 3, 2, 0.5)):
         Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))
         note = ""
         if n == 7:
@@ -1162,14 +1185,21 @@ def hidden_retention(retention_recurrent):
         where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
         hint = ""
         if where is not None:
+            err = np.abs(got - expected).max()
             if gamma < 1 and np.abs(got - gamma * expected).max() <= 1e-9 * scale:
                 hint = "; the current token is decayed too: decay the old state, then add k_t v_t^T"
+            elif gamma < 1 and np.abs(got - (1 - gamma) * expected).max() <= 1e-9 * scale:
+                hint = ("; the new token is scaled by (1 - gamma), as in a moving average: retention adds "
+                        "k_t v_t^T itself, S_t = gamma S_(t-1) + k_t v_t^T")
             elif gamma < 1 and np.abs(got - parallel(Q, K, V, 1.0)).max() <= 1e-9 * scale:
                 hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
             elif np.abs(got - (Q @ K.T) @ V).max() <= 1e-9 * scale:
                 hint = "; the sum runs over every s, also s > t: retention is causal"
             elif np.abs(got - parallel(Q, K, V, gamma, read_first=True)).max() <= 1e-9 * scale:
                 hint = "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
+            elif err <= 1e-4 * scale:
+                hint = (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
+                        "Compute in float64")
         assert where is None, (f"{what}: Y entry (t, channel) = {where} should be {expected[where]:.6g}; got "
                                f"{got[where]:.6g} (the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for s <= t){hint}")
 
@@ -1181,7 +1211,8 @@ def hidden_rope(rope_interaction):
     and n = 12 (angles past a full turn), p = 1; base 1 (every pair at the same frequency)
     with a zero token, d_k = 4. Reference: rotary scores computed with complex numbers,
     (q_t as d_k/2 complex pairs times e^(i t theta_m)), not with rotation matrices;
-    tolerance 1e-9 as in the check. The library's RoPE routines are switched off while the answer runs.
+    tolerance 1e-9 as in the check. The library's RoPE routines are switched off while the answer runs;
+    the hints are those of the visible check.
     """
     import numpy as np
 
@@ -1218,13 +1249,15 @@ def hidden_rope(rope_interaction):
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
 
-    def operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True):
+    def operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_k=True, half=False,
+                 sign=1.0, freq=2.0):
         n, dk = X.shape[0], W_Q.shape[0]
         Q, K = X @ W_Q.T, X @ W_K.T
-        zq, zk = Q[:, 0::2] + 1j * Q[:, 1::2], K[:, 0::2] + 1j * K[:, 1::2]     # pair m as one complex number
+        first, second = (slice(0, dk // 2), slice(dk // 2, dk)) if half else (slice(0, None, 2), slice(1, None, 2))
+        zq, zk = Q[:, first] + 1j * Q[:, second], K[:, first] + 1j * K[:, second]   # pair m as one complex number
         if rotate:
-            phase = np.exp(1j * np.arange(n)[:, None] * base ** (-np.arange(0, dk, 2) / dk)[None, :])
-            zq, zk = zq * phase, zk * phase
+            phase = np.exp(1j * sign * np.arange(n)[:, None] * base ** (-freq * np.arange(dk // 2) / dk)[None, :])
+            zq, zk = zq * phase, (zk * phase if rotate_k else zk)
         S = (zq @ zk.conj().T).real / (np.sqrt(dk) if scale else 1.0)        # Re <z_q, z_k> = the real dot product
         if causal:
             S = np.where(np.tril(np.ones((n, n), bool)), S, -np.inf)
@@ -1250,7 +1283,15 @@ def hidden_rope(rope_interaction):
         if where is not None:
             for why, flags in (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
                                ("the queries and keys are not rotated", dict(rotate=False)),
-                               ("the scores are not divided by sqrt(d_k)", dict(scale=False))):
+                               ("only the queries are rotated: rotate each key by its own position too",
+                                dict(rotate_k=False)),
+                               ("the scores are not divided by sqrt(d_k)", dict(scale=False)),
+                               ("coordinates are paired as (m, m + d_k/2), the rotate-half convention of GPT-NeoX "
+                                "and LLaMA; this exercise pairs (2m, 2m+1), as RoFormer", dict(half=True)),
+                               ("the rotation turns the wrong way: R_t maps (x, y) to (x cos - y sin, "
+                                "x sin + y cos) with the angle +t base^(-2m/d_k)", dict(sign=-1.0)),
+                               ("pair m turns at the frequency base^(-2m/d_k), not base^(-m/d_k)",
+                                dict(freq=1.0))):
                 wrong = operator(*args, **flags)
                 if np.abs(wrong - expected).max() > 1e-9 * scale and np.abs(got - wrong).max() <= 1e-9 * scale:
                     hint = f"; {why}"
@@ -1268,7 +1309,7 @@ def hidden_ssd(ssd_operator):
     sum of logs does not). Steps dt in [0.05, 3]. Reference: the recurrence
     S_t = a_t S_(t-1) + dt_t B_t x_t^T, y_t = sum_h V_h S_t^T C_t, run on every unit input;
     tolerance 1e-9 as in the check. The library's SSD routines are switched off while the
-    answer runs.
+    answer runs; the hints are those of the visible check.
     """
     import numpy as np
 
@@ -1305,7 +1346,7 @@ def hidden_ssd(ssd_operator):
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
 
-    def by_recurrence(a, dt, B, C, V):
+    def by_recurrence(a, dt, B, C, V, shifted=False):
         H, n = a.shape
         coeff = np.zeros((H, n, n))               # coeff[h, t, s]: what source s contributes at time t
         state = np.zeros((H, n, B.shape[1]))      # state[h, s]: the part of S^h_t fed by the token at s
@@ -1313,6 +1354,8 @@ def hidden_ssd(ssd_operator):
             state = a[:, t, None, None] * state
             state[:, t] += dt[:, t, None] * B[t]
             coeff[:, t] = state @ C[t]
+        if shifted:                               # a_s ... a_(t-1) instead of a_(s+1) ... a_t
+            coeff = coeff * a[:, None, :] / a[:, :, None]
         return np.einsum("hts,hpd->tspd", coeff, V)
 
     rng = np.random.default_rng(191)
@@ -1337,6 +1380,12 @@ def hidden_ssd(ssd_operator):
                 hint = "; W_ts must be 0 for s > t (the layer is causal)"
             elif np.abs(got - no_step).max() <= 1e-9 * scale:
                 hint = "; the step dt is left out: the input written at s is dt_s B_s x_s^T"
+            elif np.abs(got - by_recurrence(a, dt, C, B, V)).max() <= 1e-9 * scale:
+                hint = ("; the scores are C_s . B_t: W_ts uses C_t . B_s (C read at the target t, B written at "
+                        "the source s)")
+            elif n > 1 and np.abs(got - by_recurrence(a, dt, B, C, V, shifted=True)).max() <= 1e-9 * scale:
+                hint = ("; the decays run over s .. t-1: L_ts = a_(s+1) ... a_t, the decays of the tokens after s "
+                        "up to and including t")
             elif s == t:
                 hint = "; on the diagonal L_tt = 1 (an empty product): W_tt = sum_h dt^h_t (C_t . B_t) V_h"
             else:

@@ -42,14 +42,29 @@ def _rot(z, t, base):
     return out
 
 
-def rope_interaction(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_keys_only=False):
+def _rot_half(z, t, base):
+    """GPT-NeoX / LLaMA's pairing (m, m + d_k/2)."""
+    out = z.copy()
+    dk = z.shape[0]
+    h = dk // 2
+    for m in range(h):
+        ang = t * base ** (-2 * m / dk)
+        c, s = np.cos(ang), np.sin(ang)
+        out[m], out[m + h] = c * z[m] - s * z[m + h], s * z[m] + c * z[m + h]
+    return out
+
+
+def rope_interaction(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_keys_only=False,
+                     rotate_queries_only=False, rot=None):
+    rot = rot or _rot
     n, dk = X.shape[0], W_Q.shape[0]
     W = np.zeros((n, n) + W_V.shape)
     for i in range(n):
         q = W_Q @ X[i]
-        q = _rot(q, i, base) if rotate and not rotate_keys_only else q
+        q = rot(q, i, base) if rotate and not rotate_keys_only else q
         js = range(i + 1) if causal else range(n)
-        s = np.array([q @ (_rot(W_K @ X[j], j, base) if rotate else W_K @ X[j]) for j in js])
+        s = np.array([q @ (rot(W_K @ X[j], j, base) if rotate and not rotate_queries_only else W_K @ X[j])
+                      for j in js])
         s = s / np.sqrt(dk) if scale else s
         a = np.exp(s - s.max())
         a /= a.sum()
@@ -58,15 +73,19 @@ def rope_interaction(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=Tru
     return W
 
 
-def ssd_operator(a, dt, B, C, V, early=False, causal=True, dt_at="s"):
+def ssd_operator(a, dt, B, C, V, early=False, causal=True, dt_at="s", shifted=False, swap=False):
     H, n = a.shape
     W = np.zeros((n, n) + V.shape[1:])
     for t in range(n):
         for s in range(n if not causal else t + 1):
             for h in range(H):
-                L = np.prod(a[h, s + (0 if early else 1): t + 1]) if s <= t else 1.0
+                if shifted:
+                    L = np.prod(a[h, s:t]) if s <= t else 1.0
+                else:
+                    L = np.prod(a[h, s + (0 if early else 1): t + 1]) if s <= t else 1.0
                 step = {"s": dt[h, s], "t": dt[h, t], None: 1.0}[dt_at]
-                W[t, s] += L * step * (C[t] @ B[s]) * V[h]
+                score = C[s] @ B[t] if swap else C[t] @ B[s]
+                W[t, s] += L * step * score * V[h]
     return W
 
 
@@ -90,6 +109,34 @@ def test_stubs_are_not_attempted(check):
 
 
 # ------------------------------------------------------------ plausible wrong answers fail, with a hint
+def _retention_rescaled(Q, K, V, gamma, python_floats=False):
+    """S'_t = S'_(t-1) + gamma^(-t) k_t v_t^T, y_t = gamma^t S'_t^T q_t: right on short sequences."""
+    S = np.zeros((Q.shape[1], V.shape[1]))
+    Y = np.zeros((Q.shape[0], V.shape[1]))
+    with np.errstate(all="ignore"):
+        for t in range(Q.shape[0]):
+            up = gamma ** (-t) if python_floats else np.float64(gamma) ** (-t)
+            S = S + up * np.outer(K[t], V[t])
+            Y[t] = (gamma ** t) * (S.T @ Q[t])
+    return Y
+
+
+def _retention_state_transposed_read(Q, K, V, gamma):
+    """y_t = S_t q_t with S_t = gamma S_(t-1) + k_t v_t^T (d_k x p): a shape error when d_k != p."""
+    S = np.zeros((Q.shape[1], V.shape[1]))
+    Y = np.zeros((Q.shape[0], V.shape[1]))
+    for t in range(Q.shape[0]):
+        S = gamma * S + np.outer(K[t], V[t])
+        Y[t] = S @ Q[t]
+    return Y
+
+
+def test_retention_rescaled_form_passes_short_cases_only():
+    """The gamma^(-t) rescaling is right algebra: it fails only on the long case, with a hint."""
+    result = check_retention_recurrent(_retention_rescaled)
+    assert result.status == FAILED and "n=1100" in result.message and "overflows" in result.message, str(result)
+
+
 @pytest.mark.parametrize("wrong,hint", [
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g, decay_new=True), "current token is decayed"),
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g, decay=False), "no decay"),
@@ -97,6 +144,12 @@ def test_stubs_are_not_attempted(check):
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g, read_first=True), "read before the update"),
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g)[:, :1], "expected"),
     (lambda Q, K, V, g: retention_recurrent(Q, K, V, g) + 1e-6, "differ"),
+    (lambda Q, K, V, g: (1 - g) * retention_recurrent(Q, K, V, g), "moving average"),
+    (lambda Q, K, V, g: retention_recurrent(Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32),
+                                            np.float32(g)).astype(np.float32), "float32"),
+    (lambda Q, K, V, g: _retention_rescaled(Q, K, V, g), "gamma^(-t) overflows"),
+    (lambda Q, K, V, g: _retention_rescaled(Q, K, V, float(g), python_floats=True), "gamma^(-t) overflows"),
+    (lambda Q, K, V, g: _retention_state_transposed_read(Q, K, V, g), "d_k x p"),
 ])
 def test_retention_wrong_answers(wrong, hint):
     result = check_retention_recurrent(wrong)
@@ -104,7 +157,11 @@ def test_retention_wrong_answers(wrong, hint):
 
 
 @pytest.mark.parametrize("kw,hint", [(dict(causal=False), "not causal"), (dict(rotate=False), "not rotated"),
-                                     (dict(scale=False), "sqrt(d_k)"), (dict(rotate_keys_only=True), "should be")])
+                                     (dict(scale=False), "sqrt(d_k)"), (dict(rotate_keys_only=True), "should be"),
+                                     (dict(rotate_queries_only=True), "only the queries are rotated"),
+                                     (dict(rot=_rot_half), "rotate-half"),
+                                     (dict(rot=lambda z, t, b: _rot(z, -t, b)), "turns the wrong way"),
+                                     (dict(rot=lambda z, t, b: _rot(z, t, b ** 0.5)), "not base^(-m/d_k)")])
 def test_rope_wrong_answers(kw, hint):
     result = check_rope_operator(lambda *args: rope_interaction(*args, **kw))
     assert result.status == FAILED and hint in result.message, str(result)
@@ -116,7 +173,8 @@ def test_rope_transposed_value_map_fails():
 
 
 @pytest.mark.parametrize("kw,hint", [(dict(early=True), "one step early"), (dict(causal=False), "causal"),
-                                     (dict(dt_at="t"), "read at the target"), (dict(dt_at=None), "left out")])
+                                     (dict(dt_at="t"), "read at the target"), (dict(dt_at=None), "left out"),
+                                     (dict(shifted=True), "run over s .. t-1"), (dict(swap=True), "C_s . B_t")])
 def test_ssd_wrong_answers(kw, hint):
     result = check_ssd_operator(lambda *args: ssd_operator(*args, **kw))
     assert result.status == FAILED and hint in result.message, str(result)
@@ -225,11 +283,48 @@ def _via_segsum(a, dt, B, C, V):
     return np.einsum("hts,ts,hpd->tspd", L, C @ B.T, V)
 
 
+def _via_retention_block(Q, K, V, gamma):
+    """Retention's parallel block with Q, K given: alpha = gamma^(i-j) q_i.k_j."""
+    from ssmheads import architectures as arch
+    eye = np.eye(Q.shape[1])
+    return arch.Retention(eye, eye, eye, gamma)._block((Q, K), 0, Q.shape[0]) @ V
+
+
+def _via_masked_softmax(W_Q, W_K, W_V, X, base):
+    from ssmheads import architectures as arch
+    n, dk = X.shape[0], W_Q.shape[0]
+    ang = np.arange(n)[:, None] * base ** (-2.0 * np.arange(dk // 2) / dk)
+    def rot(Z):
+        out = np.empty_like(Z)
+        out[:, 0::2] = np.cos(ang) * Z[:, 0::2] - np.sin(ang) * Z[:, 1::2]
+        out[:, 1::2] = np.sin(ang) * Z[:, 0::2] + np.cos(ang) * Z[:, 1::2]
+        return out
+    S = rot(X @ W_Q.T) @ rot(X @ W_K.T).T / np.sqrt(dk)
+    return arch._masked_softmax(S, np.tril(np.ones((n, n), bool)))[:, :, None, None] * W_V
+
+
+def _via_queries_keys(W_Q, W_K, W_V, X, base):
+    from ssmheads import architectures as arch
+    Q, K = arch.RoPEAttention(W_Q, W_K, W_V, base=base)._queries_keys(X)
+    S = np.where(np.tril(np.ones((X.shape[0],) * 2, bool)), Q @ K.T / np.sqrt(W_Q.shape[0]), -np.inf)
+    a = np.exp(S - S.max(axis=1, keepdims=True))
+    return (a / a.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
+
+
+def _via_head_coefficients(W_Q, W_K, W_V, X, base):
+    from ssmheads import architectures as arch
+    return arch._head_coefficients(arch.RoPEAttention(W_Q, W_K, W_V, base=base), X)[:, :, None, None] * W_V
+
+
 @pytest.mark.skipif(not HAVE_ARCH, reason="ssmheads.architectures not present yet")
 @pytest.mark.parametrize("check,answer", [(check_retention_recurrent, _via_decay),
                                           (check_retention_recurrent, _via_operator_from_scalar),
+                                          (check_retention_recurrent, _via_retention_block),
                                           (check_rope_operator, _via_scores),
                                           (check_rope_operator, _via_causal_softmax),
+                                          (check_rope_operator, _via_masked_softmax),
+                                          (check_rope_operator, _via_queries_keys),
+                                          (check_rope_operator, _via_head_coefficients),
                                           (check_ssd_operator, _via_segsum)])
 def test_library_private_helpers_are_switched_off(check, answer):
     result = check(answer)

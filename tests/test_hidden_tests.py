@@ -523,6 +523,70 @@ def test_the_ssd_hidden_test_says_where_the_step_belongs():
     assert "read at the source" in fails(HIDDEN["ex-ssd-rank"][0], _ssd_step_at_target)
 
 
+def _rope_turned_back(W_Q, W_K, W_V, X, base):
+    """Rotation by -t theta_m (R_t transposed)."""
+    n, dk = X.shape[0], W_Q.shape[0]
+    ang = -np.arange(n)[:, None] * base ** (-np.arange(0, dk, 2) / dk)
+
+    def rotate(Z):
+        out = np.empty_like(Z)
+        out[:, 0::2] = np.cos(ang) * Z[:, 0::2] - np.sin(ang) * Z[:, 1::2]
+        out[:, 1::2] = np.sin(ang) * Z[:, 0::2] + np.cos(ang) * Z[:, 1::2]
+        return out
+
+    S = np.where(np.tril(np.ones((n, n), bool)), rotate(X @ W_Q.T) @ rotate(X @ W_K.T).T / np.sqrt(dk), -np.inf)
+    w = np.exp(S - S.max(axis=1, keepdims=True))
+    return (w / w.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
+
+
+def _ssd_shifted_window(a, dt, B, C, V):
+    """L_ts = a_s ... a_(t-1): the window of decays one step back."""
+    n = a.shape[1]
+    cum = np.cumsum(np.log(a), axis=1)
+    t, s = np.arange(n)[:, None], np.arange(n)[None, :]
+    seg = cum[:, :, None] - cum[:, None, :] + np.log(a)[:, None, :] - np.log(a)[:, :, None]
+    L = np.exp(np.where(t >= s, seg, -np.inf)) * dt[:, None, :]
+    return np.einsum("hts,ts,hpd->tspd", L, C @ B.T, V)
+
+
+def _retention_rescaled(Q, K, V, gamma):
+    """S'_t = S'_(t-1) + gamma^(-t) k_t v_t^T, y_t = gamma^t S'_t^T q_t: overflows on a long sequence."""
+    S, Y = np.zeros((Q.shape[1], V.shape[1])), np.zeros((Q.shape[0], V.shape[1]))
+    with np.errstate(all="ignore"):
+        for t in range(Q.shape[0]):
+            S = S + np.float64(gamma) ** (-t) * np.outer(K[t], V[t])
+            Y[t] = gamma ** t * (S.T @ Q[t])
+    return Y
+
+
+def _retention_read_with_s(Q, K, V, gamma):
+    """y_t = S_t q_t with S_t of shape d_k x p: a shape error when d_k != p."""
+    S, Y = np.zeros((Q.shape[1], V.shape[1])), np.zeros((Q.shape[0], V.shape[1]))
+    for t in range(Q.shape[0]):
+        S = gamma * S + np.outer(K[t], V[t])
+        Y[t] = S @ Q[t]
+    return Y
+
+
+def test_the_chapter_5_hidden_tests_give_the_visible_checks_hints():
+    """Exercises 5.1-5.3: the slips the visible checks name get the same hint from the hidden tests."""
+    (retention,), (rope,), (ssd,) = HIDDEN["ex-retention-recurrent"], HIDDEN["ex-rope-rank"], HIDDEN["ex-ssd-rank"]
+    book_retention, book_ssd = reference("ex-retention-recurrent"), reference("ex-ssd-rank")
+
+    def in_float32(Q, K, V, gamma):
+        return book_retention(Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32),
+                              np.float32(gamma)).astype(np.float32)
+
+    assert "moving average" in fails(retention, lambda Q, K, V, g: (1 - g) * book_retention(Q, K, V, g))
+    assert "float32" in fails(retention, in_float32)
+    assert "rescaled by gamma^(-t)" in fails(retention, _retention_rescaled)
+    assert "d_k x p" in fails(retention, _retention_read_with_s)
+    assert "rotate-half" in fails(rope, _rope_half_split)
+    assert "turns the wrong way" in fails(rope, _rope_turned_back)
+    assert "C_s . B_t" in fails(ssd, lambda a, dt, B, C, V: book_ssd(a, dt, C, B, V))
+    assert "run over s .. t-1" in fails(ssd, _ssd_shifted_window)
+
+
 # ------------------------------------------------------------------ the hidden cases are new
 
 VISIBLE_DEFAULTS = {  # sizes the visible check fixes outside its case loop (_one_head: d = 2, d_k = 3, p = d)

@@ -635,7 +635,7 @@ class ALiBiAttention(_SoftmaxHead):
 
 
 class RoPEAttention(_SoftmaxHead):
-    """One causal softmax head with rotary position embedding (Su et al. 2021).
+    """One causal softmax head with rotary position embedding (Su et al. 2024).
 
     Derived in Chapter 5, Proposition 5.3 (positional softmax heads are single heads).
     Used in Chapter 5, Exercise 5.2 (a RoPE head is one head).
@@ -1020,15 +1020,15 @@ def _ssd_chunked(U, log_a, Bt, Ct, chunk):
 
     ``U (n, heads, P)`` the inputs times the steps, ``Delta^h_t u^h_t``;
     ``log_a (n, heads)`` is ``Delta A``; ``Bt, Ct (n, N)``; chunks of
-    ``chunk`` tokens (``c`` in the text). Returns each head's output
+    ``chunk`` tokens (``n_c`` in the text). Returns each head's output
     ``y^h_t``, before ``W_out``. After ``ssd_minimal_discrete`` of
     Dao & Gu 2024, which is called with ``x * dt`` and ``A * dt`` too.
     einsum letters: ``h`` a head, ``t, s`` tokens of the chunk, ``m`` a
     state coordinate (``N`` of them), ``p`` a coordinate of the head.
     """
     n, heads, P = U.shape
-    # H[h] is H^h_{t0-1}, head h's N x P state before the chunk
-    H = np.zeros((heads, Bt.shape[1], P))
+    # S[h] is S^h_{t0-1}, head h's N x P state before the chunk
+    S = np.zeros((heads, Bt.shape[1], P))
     Yh = np.empty((n, heads, P))
     for t0 in range(0, n, chunk):
         # T: the chunk's tokens t0, ..., t1
@@ -1038,15 +1038,15 @@ def _ssd_chunked(U, log_a, Bt, Ct, chunk):
         L = np.exp(_segsum(la))
         CB = Ct[T] @ Bt[T].T
         y_in = np.einsum("hts,ts,shp->thp", L, CB, U[T])
-        # 2. the state carried in: L_{t,t0-1} H^T C_t,
+        # 2. the state carried in: L_{t,t0-1} S^T C_t,
         #    L_{t,t0-1} = a_{t0} ... a_t from a running sum of log a
         L_in = np.exp(np.cumsum(la, axis=1))
-        y_carried = np.einsum("ht,tm,hmp->thp", L_in, Ct[T], H)
+        y_carried = np.einsum("ht,tm,hmp->thp", L_in, Ct[T], S)
         Yh[T] = y_in + y_carried
-        # 3. the state at t1: L_{t1,t0-1} H + sum_s L_{t1,s} B_s u_s^T,
+        # 3. the state at t1: L_{t1,t0-1} S + sum_s L_{t1,s} B_s u_s^T,
         #    with L_{t1,s} the last row of L
-        H_in = np.einsum("hs,sm,shp->hmp", L[:, -1], Bt[T], U[T])
-        H = L_in[:, -1, None, None] * H + H_in
+        S_in = np.einsum("hs,sm,shp->hmp", L[:, -1], Bt[T], U[T])
+        S = L_in[:, -1, None, None] * S + S_in
     return Yh
 
 
@@ -1234,8 +1234,8 @@ class Mamba2(_Layer):
     per head a step ``Delta^h_t = softplus(w_a[h] . x_t + dt_bias[h])`` and a decay
     ``a^h_t = exp(Delta^h_t A_h)`` in ``(0, 1)``, ``A_h = -exp(A_log[h])``;
     ``B_t = W_B x_t``, ``C_t = W_C x_t`` (``N``, shared by the heads); per head
-    ``H^h_t = a^h_t H^h_{t-1} + Delta^h_t B_t (u^h_t)^T`` (``N x P``),
-    ``y^h_t = (H^h_t)^T C_t``, ``y_t = W_out concat_h(y^h_t)``.
+    ``S^h_t = a^h_t S^h_{t-1} + Delta^h_t B_t (u^h_t)^T`` (``N x P``),
+    ``y^h_t = (S^h_t)^T C_t``, ``y_t = W_out concat_h(y^h_t)``.
 
     Parameters
     ----------
@@ -1332,13 +1332,13 @@ class Mamba2(_Layer):
                     "and the head outputs", "use a shorter X")
         U, Delta, log_a, Bt, Ct = self._projections(X)
         a = np.exp(log_a)
-        H = np.zeros((self.heads, self.N, self.P))
+        S = np.zeros((self.heads, self.N, self.P))
         Yh = np.empty((n, self.heads, self.P))
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             for t in range(n):
-                # H^h_t = a^h_t H^h_(t-1) + Delta^h_t B_t (u^h_t)^T
-                H = a[t][:, None, None] * H + Bt[t][None, :, None] * (Delta[t][:, None] * U[t])[:, None, :]
-                Yh[t] = np.einsum("hmp,m->hp", H, Ct[t])
+                # S^h_t = a^h_t S^h_(t-1) + Delta^h_t B_t (u^h_t)^T
+                S = a[t][:, None, None] * S + Bt[t][None, :, None] * (Delta[t][:, None] * U[t])[:, None, :]
+                Yh[t] = np.einsum("hmp,m->hp", S, Ct[t])
         return self._out(Yh)
 
     def ssd_forward(self, X, chunk: int) -> np.ndarray:
@@ -1347,8 +1347,8 @@ class Mamba2(_Layer):
         Called, as Mamba-2's reference ``ssd_minimal_discrete``, with the inputs scaled
         by the steps, ``Delta^h_t u^h_t``, and ``log a = Delta A``. Per chunk: the
         quadratic (attention-like) form ``(L * C B^T) (Delta U)`` inside it, plus the
-        state carried in, ``exp(cumsum log a) C^T H``; the chunk's final state
-        ``H <- exp(sum log a) H + sum_s exp(sum_{r>s} log a_r) B_s (Delta_s u_s)^T``
+        state carried in, ``exp(cumsum log a) C^T S``; the chunk's final state
+        ``S <- exp(sum log a) S + sum_s exp(sum_{r>s} log a_r) B_s (Delta_s u_s)^T``
         is passed to the next chunk.
         """
         X = self._input(X)
@@ -1568,7 +1568,7 @@ class RankRow:
     cost : str
         Forward cost per token of the layer's sequence mixing (projections left
         out), as ``O(.)`` for each form: a label read off the algorithm, not a
-        measurement. ``c`` is a chunk size; the chunked labels include the state
+        measurement. ``n_c`` is a chunk size; the chunked labels include the state
         term (``d_k p`` for retention, ``N P`` per SSD head).
     forms : str
         The forms compared (``interaction`` is ``apply_interaction(interaction(X), X)``).
@@ -1609,7 +1609,8 @@ class RankTable:
     def to_markdown(self, part: str | None = None) -> MarkdownText:
         """A Markdown table: all columns, or ``part="ranks"`` or ``part="costs"``.
 
-        The gradient ratio has 2 significant digits; the gap is printed as ``< 1e-12``
+        The gradient ratio has 1 significant digit (it is a reading of one random instance,
+        some of it by central differences); the gap is printed as ``< 1e-12``
         when it is below ``1e-12`` (rounding level at these sizes, so the printed text
         does not depend on the last bits), else as the next power of ten above it.
         """
@@ -1620,7 +1621,7 @@ class RankTable:
         for r in self.rows:
             gap = "< 1e-12" if r.gap < 1e-12 else f"< 1e{math.floor(math.log10(r.gap)) + 1}"
             cells = {"interaction rank": str(r.rank), "heads (LTI, $k(n)$)": "—" if r.heads is None else str(r.heads),
-                     "gradient ratio": f"{r.gradient_ratio:.2g}", "largest gap": gap,
+                     "gradient ratio": f"{r.gradient_ratio:.1g}", "largest gap": gap,
                      "cost per token": r.cost, "forms that agree": r.forms}
             lines.append(f"| {r.architecture} | " + " | ".join(cells[h] for h in headers) + " |")
         return MarkdownText("\n".join(lines))
@@ -1692,7 +1693,7 @@ def _rank_layers(rng, d):
     la = LinearAttention(*att())
     ret = Retention(*att(), gamma=0.9, theta=0.3)
     parallel = "$O(n(d_k+p))$ parallel"
-    ssd_cost = r"$O(Nd_{\rm inner})$ recurrent, $O(c(N+P)+NP)$ per head chunked"
+    ssd_cost = r"$O(NHP)$ recurrent, $O(n_c(N+P)+NP)$ per head chunked"
     return [
         ("position-wise linear", pos, pos_heads, "$O(pd)$", {}),
         ("causal convolution, 3 taps", conv, conv_heads, "$O(wpd)$", {}),
@@ -1701,7 +1702,7 @@ def _rank_layers(rng, d):
         ("S4D (SISO per channel)", s4d, lags_rank(s4d), r"$O(dN)$ recurrent, $O(d\log n)$ FFT",
          {"convolution": s4d.convolution_forward}),
         ("linear attention", la, None, f"$O(d_kp)$ recurrent, {parallel}", {"recurrent": la.recurrent_forward}),
-        ("retention (RetNet)", ret, None, f"$O(d_kp)$ recurrent, {parallel}, $O(c(d_k+p)+d_kp)$ chunkwise",
+        ("retention (RetNet)", ret, None, f"$O(d_kp)$ recurrent, {parallel}, $O(n_c(d_k+p)+d_kp)$ chunkwise",
          {"recurrent": ret.recurrent_forward, "chunkwise(5)": lambda X: ret.chunkwise_forward(X, 5)}),
         ("ALiBi softmax head", ALiBiAttention(*att(), slope=0.5), None, "$O(n(d_k+p))$", {}),
         ("RoPE softmax head", RoPEAttention(*att()), None, "$O(n(d_k+p))$", {}),

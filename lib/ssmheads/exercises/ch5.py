@@ -9,24 +9,31 @@ switched off (``_common.reference_routines_off``).
 
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
 
-from ._common import CheckResult, _compare, _Fail, _numeric, _on_its_own, _run
+from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _on_its_own, _run
 
 # (module, dotted name) of the library routines that would compute the answers, public
 # methods and the private helpers they are built from (a student could call those too).
-_OPERATOR_HELPERS = (("architectures", "_operator_from_scalar"),)
+# The single heads share the block-by-block parallel form: ``_head_coefficients`` and
+# ``_head_forward`` loop over the blocks that each head's ``_block`` fills.
+_OPERATOR_HELPERS = (("architectures", "_operator_from_scalar"), ("architectures", "_scalar_head_operator"),
+                     ("architectures", "_head_coefficients"), ("architectures", "_head_forward"),
+                     ("architectures", "_head_blocks"))
 RETENTION_ROUTINES = (("architectures", "Retention.forward"), ("architectures", "Retention.recurrent_forward"),
                       ("architectures", "Retention.chunkwise_forward"), ("architectures", "Retention.interaction"),
                       ("architectures", "Retention.coefficients"), ("architectures", "Retention._coefficients"),
-                      ("architectures", "Retention._decay"),
+                      ("architectures", "Retention._decay"), ("architectures", "Retention._block"),
                       *_OPERATOR_HELPERS)
 ROPE_ROUTINES = (("architectures", "RoPEAttention.forward"), ("architectures", "RoPEAttention.interaction"),
                  ("architectures", "RoPEAttention.coefficients"), ("architectures", "RoPEAttention._coefficients"),
-                 ("architectures", "RoPEAttention._scores"),
-                 ("architectures", "_causal_softmax"), ("architectures", "_rotate"), *_OPERATOR_HELPERS)
+                 ("architectures", "RoPEAttention._scores"), ("architectures", "RoPEAttention._queries_keys"),
+                 ("architectures", "RoPEAttention._parts"), ("architectures", "RoPEAttention._block"),
+                 ("architectures", "_causal_softmax"), ("architectures", "_masked_softmax"),
+                 ("architectures", "_rotate"), *_OPERATOR_HELPERS)
 SSD_ROUTINES = (("architectures", "Mamba2.forward"), ("architectures", "Mamba2.ssd_forward"),
                 ("architectures", "Mamba2.interaction"), ("architectures", "Mamba2.coefficients"),
                 ("architectures", "Mamba2._coefficients"), ("architectures", "_ssd_chunked"),
@@ -43,6 +50,28 @@ def _retention_parallel(Q, K, V, gamma, read_first=False):
     return (D * (Q @ K.T)) @ V
 
 
+def _with_retention_hints(answer):
+    """``answer`` with a hint added to two errors it may raise: a state rescaled by ``gamma^(-t)``
+    that overflows (Python floats raise ``OverflowError``), and a state used with the wrong shape."""
+    if _is_stub(answer) or not callable(answer):
+        return answer
+
+    @functools.wraps(answer)
+    def hinted(*args):
+        try:
+            return answer(*args)
+        except OverflowError as exc:
+            raise OverflowError(f"{exc}; on a long sequence gamma^(-t) overflows (0.5^(-1100) is beyond the "
+                                "largest float): run S_t = gamma S_(t-1) + k_t v_t^T as it stands") from None
+        except ValueError as exc:
+            if any(word in str(exc) for word in ("mismatch", "shapes", "aligned")):
+                raise ValueError(f"{exc} (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, and "
+                                 "y_t = S_t^T q_t has p entries)") from None
+            raise
+
+    return hinted
+
+
 def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
     """Chapter 5, exercise "retention as a recurrence".
 
@@ -56,49 +85,71 @@ def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
     """
     rng = np.random.default_rng(51)
     cases = []
-    for n, dk, p, gamma in ((1, 2, 1, 0.9), (6, 2, 3, 0.9), (9, 4, 2, 0.5), (7, 3, 3, 1.0), (12, 2, 2, 0.97)):
+    for n, dk, p, gamma in ((1, 2, 1, 0.9), (6, 2, 3, 0.9), (9, 4, 2, 0.5), (7, 3, 3, 1.0), (12, 2, 2, 0.97),
+                            (1100, 2, 2, 0.5)):
         Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))
         expected = _retention_parallel(Q, K, V, gamma)
 
         def test(out, label, e=expected, g=gamma, args=(Q, K, V)):
+            try:
+                raw = np.asarray(out, dtype=float)
+            except (TypeError, ValueError):
+                raw = None
+            if raw is not None and raw.shape == e.shape and not np.all(np.isfinite(raw)) and e.shape[0] > 1000:
+                raise _Fail(f"{label}: your array contains NaN or infinity on this long sequence; a state "
+                            "rescaled by gamma^(-t) overflows there: run S_t = gamma S_(t-1) + k_t v_t^T as it stands")
             got = _numeric(out, e.shape, label)
             scale = max(1.0, float(np.abs(e).max()))
-            if np.max(np.abs(got - e)) <= 1e-9 * scale:
+            err = float(np.max(np.abs(got - e)))
+            if err <= 1e-9 * scale:
                 return
             Qa, Ka, Va = args
             hint = ""
             if g < 1 and np.max(np.abs(got - g * e)) <= 1e-9 * scale:
                 hint = "; the current token is decayed too: decay the old state, then add k_t v_t^T"
+            elif g < 1 and np.max(np.abs(got - (1 - g) * e)) <= 1e-9 * scale:
+                hint = ("; the new token is scaled by (1 - gamma), as in a moving average: retention adds "
+                        "k_t v_t^T itself, S_t = gamma S_(t-1) + k_t v_t^T")
             elif g < 1 and np.max(np.abs(got - _retention_parallel(Qa, Ka, Va, 1.0))) <= 1e-9 * scale:
                 hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
             elif np.max(np.abs(got - (Qa @ Ka.T) @ Va)) <= 1e-9 * scale:
                 hint = "; the sum runs over every s, also s > t: retention is causal"
             elif np.max(np.abs(got - _retention_parallel(Qa, Ka, Va, g, read_first=True))) <= 1e-9 * scale:
                 hint = "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
+            elif err <= 1e-4 * scale:
+                hint = (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
+                        "Compute in float64")
             raise _Fail(f"{label}: the outputs differ from the parallel form (D * QK^T) V{hint}")
         cases.append((f"retention_recurrent with n={n}, d_k={dk}, p={p}, gamma={gamma}", (Q, K, V, gamma), test))
-    return _run("Chapter 5: retention as a recurrence", _on_its_own(retention_recurrent, RETENTION_ROUTINES), cases,
-                "equals the parallel form on 5 cases, including n = 1 and gamma = 1")
+    answer = _on_its_own(_with_retention_hints(retention_recurrent), RETENTION_ROUTINES)
+    return _run("Chapter 5: retention as a recurrence", answer, cases,
+                "equals the parallel form on 6 cases, including n = 1,\n  gamma = 1 and a long one "
+                "(n = 1100, gamma = 0.5)")
 
 
 # ---------------------------------------------------------------- RoPE
-def _rotate(Z, base):
-    """Rotate pairs (2m, 2m+1) of row t of Z by t * base^(-2m/d_k)."""
+def _rotate(Z, base, pairs="interleaved", sign=1.0, freq=2.0):
+    """Rotate pairs (2m, 2m+1) of row t of Z by t * base^(-2m/d_k) (the defaults; the other values
+    are plausible slips: ``pairs="half"`` pairs (m, m + d_k/2), ``sign=-1`` turns the other way,
+    ``freq=1`` uses base^(-m/d_k))."""
     n, dk = Z.shape
-    theta = base ** (-np.arange(0, dk, 2) / dk)
-    ang = np.arange(n)[:, None] * theta[None, :]
+    theta = base ** (-freq * np.arange(dk // 2) / dk)
+    ang = sign * np.arange(n)[:, None] * theta[None, :]
     c, s = np.cos(ang), np.sin(ang)
+    first, second = (slice(0, None, 2), slice(1, None, 2)) if pairs == "interleaved" else \
+        (slice(0, dk // 2), slice(dk // 2, dk))
     out = np.empty_like(Z)
-    out[:, 0::2] = c * Z[:, 0::2] - s * Z[:, 1::2]
-    out[:, 1::2] = s * Z[:, 0::2] + c * Z[:, 1::2]
+    out[:, first] = c * Z[:, first] - s * Z[:, second]
+    out[:, second] = s * Z[:, first] + c * Z[:, second]
     return out
 
 
-def _rope_operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True):
+def _rope_operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_k=True, **turn):
     n, dk = X.shape[0], W_Q.shape[0]
     Q, K = X @ W_Q.T, X @ W_K.T
     if rotate:
-        Q, K = _rotate(Q, base), _rotate(K, base)
+        Q = _rotate(Q, base, **turn)
+        K = _rotate(K, base, **turn) if rotate_k else K
     S = Q @ K.T / (np.sqrt(dk) if scale else 1.0)
     if causal:
         S = np.where(np.tril(np.ones((n, n), bool)), S, -np.inf)
@@ -128,7 +179,13 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
         expected = _rope_operator(*args)
         wrongs = (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
                   ("the queries and keys are not rotated", dict(rotate=False)),
-                  ("the scores are not divided by sqrt(d_k)", dict(scale=False)))
+                  ("only the queries are rotated: rotate each key by its own position too", dict(rotate_k=False)),
+                  ("the scores are not divided by sqrt(d_k)", dict(scale=False)),
+                  ("coordinates are paired as (m, m + d_k/2), the rotate-half convention of GPT-NeoX and LLaMA; "
+                   "this exercise pairs (2m, 2m+1), as RoFormer", dict(pairs="half")),
+                  ("the rotation turns the wrong way: R_t maps (x, y) to (x cos - y sin, x sin + y cos) with the "
+                   "angle +t base^(-2m/d_k)", dict(sign=-1.0)),
+                  ("pair m turns at the frequency base^(-2m/d_k), not base^(-m/d_k)", dict(freq=1.0)))
 
         def test(out, label, e=expected, args=args, wrongs=wrongs):
             got = _numeric(out, e.shape, label)
@@ -146,10 +203,11 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
 
 
 # ---------------------------------------------------------------- SSD
-def _ssd_operator(a, dt, B, C, V, start=1, dt_at="s"):
+def _ssd_operator(a, dt, B, C, V, start=1, dt_at="s", shifted=False, swap=False):
     """sum_h L^h_ts dt^h_s (C_t . B_s) V_h, L^h_ts = prod_{r=s+start}^{t} a^h_r (start=1, dt_at="s" is right).
 
-    ``dt_at`` is where the step is read: "s" (the source, right), "t" (the target) or None (left out).
+    ``dt_at`` is where the step is read: "s" (the source, right), "t" (the target) or None (left out);
+    ``shifted`` takes the decays a_s ... a_(t-1) instead; ``swap`` the scores C_s . B_t.
     """
     H, n = a.shape
     logs = np.log(a)
@@ -158,12 +216,14 @@ def _ssd_operator(a, dt, B, C, V, start=1, dt_at="s"):
     seg = cum[:, :, None] - cum[:, None, :]                         # sum_{r=s+1}^t
     if start == 0:
         seg = seg + logs[:, None, :]
+    if shifted:
+        seg = seg + logs[:, None, :] - logs[:, :, None]
     L = np.where(t >= s, np.exp(np.where(t >= s, seg, 0.0)), 0.0)   # (H, n, n)
     if dt_at == "s":
         L = L * dt[:, None, :]
     elif dt_at == "t":
         L = L * dt[:, :, None]
-    G = C @ B.T                                                     # (n, n): C_t . B_s
+    G = B @ C.T if swap else C @ B.T                                # (n, n): C_t . B_s
     return np.einsum("hts,ts,hpd->tspd", L, G, V)
 
 
@@ -190,7 +250,11 @@ def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
                    dict(start=0)),
                   ("the step is read at the target t: the input written at s is scaled by dt_s",
                    dict(dt_at="t")),
-                  ("the step dt is left out: Mamba-2 writes dt_s B_s u_s^T into the state", dict(dt_at=None)))
+                  ("the step dt is left out: Mamba-2 writes dt_s B_s u_s^T into the state", dict(dt_at=None)),
+                  ("the decays run over s .. t-1: L_ts = a_(s+1) ... a_t, the decays of the tokens after s up to "
+                   "and including t", dict(shifted=True)),
+                  ("the scores are C_s . B_t: W_ts uses C_t . B_s (C read at the target t, B written at the "
+                   "source s)", dict(swap=True)))
 
         def test(out, label, e=expected, args=args, wrongs=wrongs):
             got = _numeric(out, e.shape, label)
