@@ -102,7 +102,7 @@ def test_recall_working_set_guarded():
 
 
 def test_random_layers_total_memory_guarded():
-    with pytest.raises(ValueError, match="^H would make"):
+    with pytest.raises(ValueError, match="^H = 16, d = 2048 would make"):
         systems.random_attention(16, 2048)
     with pytest.raises(ValueError, match="^N, d and p would make"):
         systems.random_stable(2048, 65536, 1)

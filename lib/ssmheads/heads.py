@@ -23,7 +23,7 @@ import numpy as np
 from scipy.linalg import solve_discrete_lyapunov
 from scipy.optimize import linprog
 
-from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size
+from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size, check_total
 from .models import _check_system, _checked_lags, _Layer, _spectral_radius
 from .operator import _toeplitz
 from .span import (_check_rtol, _default_rtol, _minimal_polynomial_degree, _rank_from, _running_count, _span_basis,
@@ -173,12 +173,13 @@ class FactorizedHeads(_Layer):
             check_nonempty(name, X, 0, "the sequence length n")
             check_size(name, X, 1, self.d, "the layer's token width d")
             n = X.shape[0]
-        return self._within(n)
+        return self._within(n, "n_or_X")
 
-    def _within(self, n: int) -> int:
-        """``n``, refused if it exceeds ``n_max``."""
+    def _within(self, n: int, name: str = "n") -> int:
+        """``n``, refused (naming the caller's argument ``name``) if it exceeds ``n_max``."""
         if n > self.n_max:
-            raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
+            raise ValueError(f"{name}: sequence length n = {n} exceeds n_max = {self.n_max} of these heads (their "
+                             f"coefficients cover lags below n_max); use a shorter sequence")
         return n
 
     def lag_operators(self, n: int | None = None) -> np.ndarray:
@@ -211,9 +212,12 @@ class FactorizedHeads(_Layer):
         Y : ndarray, shape (n, p)
         """
         X = self._input(X)
-        n = self._within(X.shape[0])
+        n = self._within(X.shape[0], "X")
         check_allocation("X", (self.num_heads, n, n), "the causal kernels c_h(i - j)",
                          "use a shorter X, or fewer heads")
+        # the lags i - j, their clipped copy and the mask (n x n), the kernels and their masked copy
+        check_total("X", (2.0 * self.num_heads + 3.0) * n * n + 2.0 * n * self.num_heads * self.p,
+                    "the causal kernels c_h(i - j) and the lags they are read at", "use a shorter X, or fewer heads")
         with np.errstate(over="ignore", invalid="ignore"):
             values = np.einsum("hpd,jd->hjp", self.values, X)  # V_h x_j
             lag = np.arange(n)[:, None] - np.arange(n)[None, :]
@@ -238,6 +242,9 @@ class FactorizedHeads(_Layer):
         """
         n = self._length(n_or_X)
         check_allocation("n_or_X", (n, n, self.p, self.d), "the operator W", "use forward(X) or a shorter length")
+        # W, and the lags with their zero-padded copies
+        check_total("n_or_X", float(n) * n * self.p * self.d + 4.0 * n * self.p * self.d, "the operator W",
+                    "use forward(X) or a shorter length")
         return _toeplitz(self._lags(n), n)
 
 
@@ -951,10 +958,20 @@ class SoftmaxSinkHeads(_Layer):
 
         Row ``i`` is positive on keys ``j <= i`` and on the sink, zero elsewhere, and sums to 1.
         """
-        n = check_positive_int("n", n)
+        return self._weights(check_positive_int("n", n), "n")
+
+    def _weights_entries(self, n: int) -> float:
+        """Numbers :meth:`weights` holds at its peak: the scores, their masked and shifted copies and
+        the exponentials, ``H x n x (n + 1)`` each, and the mask."""
+        return 4.0 * self.num_heads * n * (n + 1) + n * (n + 1)
+
+    def _weights(self, n: int, name: str) -> np.ndarray:
+        """:meth:`weights` for a checked ``n``; messages name the caller's argument ``name``."""
         if n > self.n_max:
-            raise ValueError(f"sequence length n = {n} exceeds n_max = {self.n_max} of these heads")
-        check_allocation("n", (self.num_heads, n, n + 1), "the softmax weights", "use a shorter sequence")
+            raise ValueError(f"{name}: sequence length n = {n} exceeds n_max = {self.n_max} of these heads (their "
+                             f"scores cover positions below n_max); use a shorter sequence")
+        check_allocation(name, (self.num_heads, n, n + 1), "the softmax weights", "use a shorter sequence")
+        check_total(name, self._weights_entries(n), "the softmax weights and their scores", "use a shorter sequence")
         s = np.concatenate([self.scores[:, :n, :n], self.scores[:, :n, self.n_max:]], axis=2)
         allowed = np.concatenate([np.tril(np.ones((n, n), dtype=bool)), np.ones((n, 1), dtype=bool)], axis=1)
         s = np.where(allowed, s, -np.inf)
@@ -976,7 +993,7 @@ class SoftmaxSinkHeads(_Layer):
         X = self._input(X)
         check_allocation("X", (self.num_heads, X.shape[0], X.shape[0] + 1), "the softmax weights",
                          "use a shorter X")
-        a = self.weights(X.shape[0])[:, :, :-1]  # drop the sink column: its value is 0
+        a = self._weights(X.shape[0], "X")[:, :, :-1]  # drop the sink column: its value is 0
         with np.errstate(over="ignore", invalid="ignore"):
             Y = np.einsum("hij,hpd,jd->ip", a, self.values, X)
         if not np.all(np.isfinite(Y)):
@@ -991,7 +1008,10 @@ class SoftmaxSinkHeads(_Layer):
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", "use forward(X) or a shorter X")
         check_allocation("X", (self.num_heads, n, n + 1), "the softmax weights", "use a shorter X")
-        a = self.weights(n)[:, :, :-1]
+        # the weights' peak, or the weights, their contiguous copy for the product and W
+        check_total("X", max(self._weights_entries(n), 2.0 * self.num_heads * n * (n + 1) + float(n) * n * self.p
+                             * self.d), "the softmax weights and the operator W", "use forward(X) or a shorter X")
+        a = self._weights(n, "X")[:, :, :-1]
         return np.tensordot(a, self.values, axes=(0, 0))
 
 
@@ -1021,6 +1041,9 @@ def softmax_heads(K, rtol: float | None = None) -> SoftmaxSinkHeads:
     K = _lags(K)
     c, values = _nonnegative_heads(K, rtol, strict=True)  # c: (H, n), all > 0
     n = c.shape[1]
+    # the lags, their clipped copy, the weights, their logs and the scores with their masked copy
+    check_total("K", (5.0 * c.shape[0] + 2.0) * n * (n + 1), f"the softmax scores of {c.shape[0]} heads over "
+                f"its n = {n} lags", "use fewer lags n")
     s = 2.0 * np.cumsum(c, axis=1).max(axis=1)  # (H,)
     lag = np.arange(n)[:, None] - np.arange(n)[None, :]
     w = np.where(lag >= 0, c[:, np.clip(lag, 0, None)], 0.0) / s[:, None, None]  # (H, n, n)

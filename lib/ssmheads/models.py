@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_size
+from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_size, check_total
 from .operator import _toeplitz
 
 #: Most lags :func:`lag_operators` computes (each is one ``N x N`` by ``N x d`` product in a
 #: Python loop, about 2 s per million lags); beyond it a ``ValueError`` says so.
 MAX_LAGS = 2**20
+#: Most attention weights ``alpha_ij`` one ``forward`` of an attention layer forms (row block by
+#: row block): ``2^26``, summed over the heads and over the pairs a causal layer attends to (a
+#: single causal head of about 11600 tokens; a few seconds here). Longer inputs are refused.
+MAX_PAIRS = 2**26
+#: Most updates of the state blocks :meth:`ElmanRNN.interaction` makes (``n^2 N d (p + 2)``):
+#: 1e8, about a second here (``n`` near 2000 for ``N = 3``, ``d = p = 2``).
+MAX_RNN_WORK = 1e8
 
 __all__ = [
     "lag_operators",
@@ -156,9 +163,17 @@ class _Layer:
         check_size("X", X, 1, self.d, "the layer's token width d")
         return X
 
+    def _interaction_entries(self, n: int) -> float:
+        """Numbers :meth:`interaction` holds at its peak for ``n`` tokens: by default ``W`` and its lags
+        (with their zero-padded copies); layers that hold more say so."""
+        return float(n) * n * self.p * self.d + 4.0 * n * self.p * self.d
+
     def _check_operator_size(self, n: int, instead: str | None = None) -> None:
-        """Refuse an operator ``W`` of shape ``(n, n, p, d)`` above 1 GiB, naming ``X``."""
+        """Refuse an operator ``W`` of shape ``(n, n, p, d)`` above 1 GiB, or a working set of
+        :meth:`interaction` (:meth:`_interaction_entries`) above 2 GiB, naming ``X``."""
         check_allocation("X", (n, n, self.p, self.d), "the operator W", instead or _NO_OPERATOR)
+        check_total("X", self._interaction_entries(n), f"{type(self).__name__}.interaction (the operator W and "
+                    "the arrays it is built from)", instead or _NO_OPERATOR)
 
     def _operator_length(self, X) -> int:
         """The length ``n`` of a checked ``X``, once an operator ``(n, n, p, d)`` is known to fit in 1 GiB."""
@@ -200,6 +215,10 @@ class LinearSSM(_Layer):
     def __repr__(self) -> str:
         return f"LinearSSM(N={self.N}, d={self.d}, p={self.p})"
 
+    def _interaction_entries(self, n: int) -> float:
+        """``W``, the columns ``A^l B``, the lags and their zero-padded copies."""
+        return float(n) * n * self.p * self.d + n * (self.N * self.d + 4.0 * self.p * self.d)
+
     @property
     def spectral_radius(self) -> float:
         """Largest absolute eigenvalue of ``A``; the system is stable when it is below 1."""
@@ -231,6 +250,8 @@ class LinearSSM(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.N), "the states h_t", "run a shorter sequence")
+        check_total("X", n * (2.0 * self.N + 3.0 * self.p), "the drives B x_t, the states h_t and the outputs",
+                    "run a shorter sequence")
         with np.errstate(over="ignore", invalid="ignore"):
             drive = X @ self.B.T  # (n, N): B x_t for every t
             states = np.empty((n, self.N))
@@ -363,11 +384,13 @@ class MultiHeadAttention(_Layer):
         allowed = (np.arange(n)[None, :] <= i) if self.causal else np.ones((q.shape[1], n), dtype=bool)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             if self.kernel == "softmax":
-                scores = q @ K.transpose(0, 2, 1) / np.sqrt(self.d_k)
-                if np.all(np.isfinite(scores)):
-                    scores = np.where(allowed, scores, -np.inf)
+                scores = q @ K.transpose(0, 2, 1)
+                scores /= np.sqrt(self.d_k)
+                if np.isfinite(scores.max()) and np.isfinite(scores.min()):  # every score finite
+                    if self.causal:
+                        np.copyto(scores, -np.inf, where=~allowed)
                     scores -= scores.max(axis=2, keepdims=True)
-                    weights = np.exp(scores)
+                    weights = np.exp(scores, out=scores)
                 else:
                     a = np.max(np.abs(q), axis=2, keepdims=True)  # (H, r, 1)
                     b = np.max(np.abs(K), axis=(1, 2), keepdims=True)  # (H, 1, 1)
@@ -389,7 +412,8 @@ class MultiHeadAttention(_Layer):
             if self.kernel == "softmax":
                 raise ValueError(_softmax_scale_message(Q, K))
             raise ValueError(_linear_scale_message(Q, K))
-        return weights / total
+        weights /= total
+        return weights
 
     def coefficients(self, X) -> np.ndarray:
         """Attention weights ``alpha[h, i, j]``; zero above the diagonal when causal.
@@ -416,6 +440,9 @@ class MultiHeadAttention(_Layer):
         """:meth:`coefficients` of a checked ``X``: the weights of all rows, ``(H, n, n)``."""
         n = X.shape[0]
         check_allocation("X", (self.H, n, n), "the attention weights alpha", _NO_ALPHA)
+        # the weights (computed in place), the mask, and a copy in the overflow-safe path
+        check_total("X", (2.0 * self.H + 1.0) * n * n + 4.0 * self.H * n * (self.d_k + self.d_v),
+                    "the attention weights alpha", _NO_ALPHA)
         Q, K = self._queries_keys(X)
         return self._weights(Q, K, slice(0, n))
 
@@ -441,6 +468,11 @@ class MultiHeadAttention(_Layer):
         """
         X = self._input(X)
         n = X.shape[0]
+        pairs = self.H * (n * (n + 1) // 2 if self.causal else n * n)
+        if self.kernel == "softmax" and pairs > MAX_PAIRS:  # the linear kernel's running sums are O(n)
+            raise ValueError(f"X has {n} tokens: the {self.H} heads would form {pairs:.3g} attention weights, "
+                             f"above the limit of {MAX_PAIRS:.3g} (about {MAX_PAIRS / 2**24:.0f} s here); use a "
+                             "shorter X")
         values = np.einsum("hvd,nd->hnv", self.W_V, X)  # (H, n, d_v)
         Q, K = self._queries_keys(X)
         if self.kernel == "softmax":
@@ -497,6 +529,10 @@ class MultiHeadAttention(_Layer):
                                   / np.einsum("hnk,hnk->hn", z, fq[:, rows])[..., None])
                 S_prev, z_prev = S[:, -1:], z[:, -1:]
             return heads
+
+    def _interaction_entries(self, n: int) -> float:
+        """``W``, and the weights ``alpha`` with the temporaries of computing them."""
+        return float(n) * n * (self.p * self.d + 2.0 * self.H + 1.0)
 
     def interaction(self, X) -> np.ndarray:
         """Operator ``W[i, j] = sum_h alpha[h, i, j] V_h``, shape (n, n, p, d).
@@ -684,6 +720,10 @@ class ElmanRNN(_Layer):
     def __repr__(self) -> str:
         return f"ElmanRNN(N={self.N}, d={self.d}, p={self.p})"
 
+    def _interaction_entries(self, n: int) -> float:
+        """The state blocks ``G`` ``(n, n, N, d)`` and ``W``."""
+        return float(n) * n * self.d * (self.N + self.p) + 4.0 * n * self.N
+
     def _drive(self, X: np.ndarray) -> np.ndarray:
         """``W_x x_t`` for every ``t``, shape ``(n, N)``; a ``ValueError`` names ``X`` and ``W_x`` if it overflows."""
         with np.errstate(over="ignore", invalid="ignore"):
@@ -737,6 +777,11 @@ class ElmanRNN(_Layer):
         n = X.shape[0]
         self._check_operator_size(n)
         check_allocation("X", (n, n, self.N, self.d), "the state operator G", _NO_OPERATOR)
+        work = float(n) * n * self.N * self.d * (self.p + 2)
+        if work > MAX_RNN_WORK:
+            raise ValueError(f"X of length {n} would make the operator's recurrence update {work:.2e} state entries "
+                             f"(n^2 N d (p + 2)), above the limit of {MAX_RNN_WORK:.0e} (about a second here); "
+                             f"{_NO_OPERATOR}")
         with np.errstate(over="ignore", invalid="ignore"):
             W = self._interaction(X, self._drive(X))
         if not np.all(np.isfinite(W)):
@@ -853,11 +898,21 @@ class KANLayer(_Layer):
     def __repr__(self) -> str:
         return f"KANLayer(d={self.d}, p={self.p}, G={self.G})"
 
+    def _rise_entries(self, n: int) -> float:
+        """Numbers held while the spline parts are formed: the recursion's bases and temporaries
+        ``(n, d, M + 3)``, and the values ``(n, p, d)`` with a copy."""
+        return 6.0 * n * self.d * (self.M + 3) + 3.0 * n * self.p * self.d
+
+    def _interaction_entries(self, n: int) -> float:
+        """``W`` (zero off the diagonal) and the spline parts' working set."""
+        return float(n) * n * self.p * self.d + self._rise_entries(n)
+
     def _rise(self, X: np.ndarray) -> np.ndarray:
         """Spline parts ``S_pq(x_iq) - S_pq(0)``, shape ``(n, p, d)``, of a checked ``X``."""
         n = X.shape[0]
         check_allocation("X", (n, self.d, self.M + 3), "the spline bases", "use a shorter X")
         check_allocation("X", (n, self.p, self.d), "the values phi_pq(x_iq)", "use a shorter X")
+        check_total("X", self._rise_entries(n), "the spline bases and the values phi_pq(x_iq)", "use a shorter X")
         B = _bsplines(X, float(self.grid[0]), self._step, self.M)  # (n, d, M)
         with np.errstate(over="ignore", invalid="ignore"):
             return np.einsum("pqm,iqm->ipq", self.coef, B - self._at_zero)

@@ -248,7 +248,7 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
                 y = f(probe)
             except Exception as exc:
                 raise ValueError(f"f raised {type(exc).__name__} on the unit probe at position {j}, component "
-                                 f"{c}: {exc}") from exc
+                                 f"{c} (an input of shape (n, d) = ({n}, {d})): {exc}") from exc
             try:
                 y = as_array("f(X)", y, 2, "(n, p)")
             except ValueError as exc:
@@ -340,8 +340,9 @@ def two_route_gap(layer, X) -> float:
     """
     if not (hasattr(layer, "forward") and hasattr(layer, "interaction")):
         raise ValueError(f"layer must have forward(X) and interaction(X) methods; got {type(layer).__name__}")
-    direct = as_array("layer.forward(X)", layer.forward(X), 2, "(n, p)")
+    # the operator first: its size guards refuse a long X before the direct route has run
     via_operator = apply_interaction(layer.interaction(X), X)
+    direct = as_array("layer.forward(X)", layer.forward(X), 2, "(n, p)")
     if direct.shape != via_operator.shape:
         raise ValueError(f"layer.forward(X) has shape {direct.shape} but layer.interaction(X) X has shape "
                          f"{via_operator.shape}")

@@ -186,8 +186,11 @@ def random_attention(H: int, d: int, p: int | None = None, d_k: int | None = Non
         name = given_name.get(name, name)                # named as the caller passed it (default: d)
         check_allocation(name, tuple(v for _, v in dims), f"a weight array (H = {H} heads)",
                          "use fewer heads or smaller widths")
-    # four weight arrays, each drawn then scaled (a temporary) and copied by the layer
-    check_total("H", 3.0 * H * (2 * d_k * d + d_v * d + p * d_v), f"the four weight arrays (H = {H} heads)",
+    # four weight arrays, each drawn then scaled (a temporary) and copied by the layer; the message
+    # names the arguments that set the sizes (as the caller passed them)
+    sizes = {"H": H, **{given_name[k]: v for k, v in (("d_k", d_k), ("d_v", d_v), ("p", p))}, "d": d}
+    names = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+    check_total(names, 3.0 * H * (2 * d_k * d + d_v * d + p * d_v), f"the four weight arrays (H = {H} heads)",
                 "use fewer heads or smaller widths")
     return _random_attention(H, d, p, d_k, d_v, check_seed(seed), causal, kernel, scale)
 
