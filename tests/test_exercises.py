@@ -124,8 +124,8 @@ WRONG = {
     },
     "residual": {
         "wrong shape": (lambda mha, X: residual_operator(mha, X)[..., 0], "expected shape (3, 3, 2, 2); got shape (3, 3, 2)"),
-        "no residual": (lambda mha, X: mha.interaction(X), "should be"),
-        "residual everywhere": (lambda mha, X: mha.interaction(X) + np.eye(mha.d), "should be"),
+        "no residual": (lambda mha, X: mha.interaction(X), "off by delta_ij I"),
+        "residual everywhere": (lambda mha, X: mha.interaction(X) + np.eye(mha.d), "added to every block"),
     },
 }
 WRONG_CASES = [(key, case, *WRONG[key][case]) for key in WRONG for case in WRONG[key]]
@@ -223,3 +223,52 @@ def test_mlp_check_says_when_an_output_reproducing_form_is_not_token_local():
     assert result.status == FAILED
     assert "reproduces the MLP's output on X" in result.message
     assert "block (1, 0) (0-based, i != j)" in result.message
+
+
+# ------------------------------------------------------------ hints the reviews asked for (issue 23)
+
+
+def test_ema_check_names_float32_and_shows_a_difference_hidden_by_six_digits():
+    """A right answer in float32 is told why it fails; a tiny error is printed with enough digits to see it."""
+    result = check_ema_operator(lambda n, d, g: ema_operator(n, d, g).astype(np.float32))
+    assert result.status == FAILED and "float32" in result.message and "float64" in result.message
+    result = check_ema_operator(lambda n, d, g: ema_operator(n, d, g) * (1 + 1e-7))
+    assert result.status == FAILED and "a difference of" in result.message
+    assert "got 0.5000000" in result.message   # not "should be 0.5; got 0.5"
+
+
+def test_ema_check_says_gamma_may_be_negative_when_the_answer_gives_nan():
+    def through_log(n, d, g):   # right for 0 < gamma < 1 only
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = np.tril((1 - g) * np.exp(lag * np.log(g)))
+        return w[:, :, None, None] * np.eye(d)
+
+    result = check_ema_operator(through_log)
+    assert result.status == FAILED
+    assert "ema_operator(5, 2, -0.3)" in result.message and "is negative here" in result.message
+
+
+def test_mlp_check_says_when_a_token_local_form_is_not_the_gate_form():
+    def plus_null(W1, W2, X):   # W_ii + N_i with N_i x_i = 0: same output, still token-local
+        W = mlp_operator(W1, W2, X)
+        J = np.zeros((X.shape[1], X.shape[1]))
+        J[0, 1], J[1, 0] = -1.0, 1.0
+        for i in range(X.shape[0]):
+            W[i, i] += np.outer(np.ones(W.shape[2]), J @ X[i])
+        return W
+
+    result = check_mlp_operator(plus_null)
+    assert result.status == FAILED
+    assert "reproduces the MLP's output on X and is token-local" in result.message
+    assert "N_i x_i = 0" in result.message and "(i, j, row, col), 0-based" in result.message
+
+
+@pytest.mark.parametrize("answer, words", [
+    (lambda mha, X: trivial_interaction_form(mha.forward(X) + X, X), "another interaction form of that map"),
+    (lambda mha, X: residual_operator(mha, X) * 2, "does not give MHA(X) + X"),
+], ids=["trivial form", "doubled"])
+def test_residual_check_tells_another_form_from_a_wrong_operator(answer, words):
+    """(A missing or misplaced identity: see WRONG above.)"""
+    result = check_residual_operator(answer)
+    assert result.status == FAILED and words in result.message

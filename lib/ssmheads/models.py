@@ -116,11 +116,7 @@ def lag_operators(A, B, C, n: int, D=None) -> np.ndarray:
 
 def _lag_operators(A: np.ndarray, B: np.ndarray, C: np.ndarray,
                    n: int) -> np.ndarray:
-    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d), lag by lag.
-
-    Core of :func:`lag_operators`, on checked arrays; may overflow to
-    inf (:func:`_checked_lags` turns that into a message).
-    """
+    """``K[l] = C A^l B`` for ``l < n``, shape (n, p, d), lag by lag."""
     # AB[l] = A^l B, shape (n, N, d); lag 0 is B itself
     AB = np.empty((n,) + B.shape)
     AB[0] = B
@@ -793,7 +789,6 @@ class ElmanRNN(_Layer):
     def _interaction(self, X: np.ndarray, drive: np.ndarray) -> np.ndarray:
         """``W[i, j] = W_y D_i W_h ... D_(j+1) W_h D_j W_x`` for ``j <= i``.
 
-        Core of :meth:`interaction`, on a checked ``X``, with
         ``drive[t] = W_x x_t``. No tanh of a state: each state
         ``h_(t-1)`` is read off the blocks built so far.
         """
@@ -853,7 +848,9 @@ class KANLayer(_Layer):
     base : array, shape (p, d)
         Weights of the SiLU base functions.
     grid : (float, float)
-        The interval ``[a, b]`` that carries the splines; outside it only the
+        The interval ``[a, b]`` of the ``G`` grid intervals. The knots extend
+        it by 3 steps on each side, so the spline part still varies up to 3
+        steps outside ``[a, b]``; beyond that it is constant and only the
         base function varies. Default ``(-1.0, 1.0)``.
 
     Notes
