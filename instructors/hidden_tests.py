@@ -91,8 +91,6 @@ def hidden_ema(ema_operator):
         elif gamma == 1.0:
             hint = "; with gamma = 1 the factor 1 - gamma is 0, so every block is 0"
         digits = ".6g" if where is None or f"{expected[where]:.6g}" != f"{got[where]:.6g}" else ".17g"
-        if digits == ".17g":
-            hint = f"; a difference of {got[where] - expected[where]:.2g}{hint}"
         assert where is None, (f"{what}: entry {where} should be {expected[where]:{digits}}; got "
                                f"{got[where]:{digits}} (indices (i, j, row, col), 0-based: output i, source j, then "
                                f"the entry of the d x d block W_ij = (1 - gamma) gamma^(i-j) I for j <= i){hint}")
@@ -490,8 +488,10 @@ def hidden_build_heads(exact_head_construction):
     absolute tolerance sees none); a nilpotent shift with zero lags K_3 = K_4 = K_5 = 0;
     a single lag (n = 1, p = 2, d = 3); p = 1, d = 4 (k = 4). Accepts any construction
     with exactly k heads and sum_h c_h(l) V_h = K_l to 1e-9 of max |K| (relative, so the
-    tiny lags count). An answer that mixes vec orders (row-major vec, column-major inverse, or
-    the reverse) is told so; for p = 1 (the last case) both orders flatten alike and it passes.
+    tiny lags count). A wrong head count is told whether its tolerance counts rounding noise
+    (extra singular values below 1e-12 of the largest) or drops a real direction. An answer
+    that mixes vec orders (row-major vec, column-major inverse, or the reverse) is told so;
+    for p = 1 (the last case) both orders flatten alike and it passes.
     The library's head routines are switched off while the answer runs.
     """
     import numpy as np
@@ -582,10 +582,17 @@ def hidden_build_heads(exact_head_construction):
         assert heads is not None, f"{what}: values should have shape ({k}, {p}, {d}); got shape {np.shape(values)}"
         if heads != k:
             s = np.linalg.svd(K.transpose(0, 2, 1).reshape(n, p * d), compute_uv=False)
+            why = ""
+            if k < heads <= s.size and s[heads - 1] < 1e-12 * s[0]:
+                why = (f"; your tolerance counts rounding noise: singular values {k + 1} to {heads} are below "
+                       "1e-12 of the largest")
+            elif heads < k:
+                why = (f"; your tolerance is too loose: singular value {heads + 1} is {s[heads] / s[0]:.1e} of the "
+                       "largest, a real direction, not rounding")
             assert False, (f"{what}: the lags span k = {k} dimensions, so use exactly {k} heads; you used {heads} "
                            f"(singular values of the stacked lags, relative to the largest: "
                            f"{', '.join(f'{v / s[0]:.1e}' for v in s[:k + 1])}; choose a rank tolerance "
-                           "relative to the largest and below the smallest nonzero one)")
+                           f"relative to the largest and below the smallest nonzero one){why}")
         V = array(values, (k, p, d), f"{what}: values")
         c = array(coefficients, (k, n), f"{what}: coefficients")
         got = np.einsum("hl,hpd->lpd", c, V)
@@ -603,7 +610,10 @@ def hidden_tail(optimal_error):
     scaled by 1e4 with random weights; H = 6 beyond min(n, pd) (zero); a single lag
     (n = 1) with weight 2.5. Reference: the eigenvalues of the weighted Gram matrix
     G_w^T G_w (n x n), summed beyond the H largest, not an SVD of G_w; compared to 1e-9 of
-    the total weighted energy. The library's head routines are switched off while the answer runs.
+    the total weighted energy. A number may come as a float, a NumPy scalar or a one-entry
+    array; a wrong value that a common mistake gives (w_l for sqrt(w_l), weights ignored,
+    singular values not squared, the kept part, an index off by one, divided by n, a square
+    root) is named. The library's head routines are switched off while the answer runs.
     """
     import warnings
 
@@ -656,16 +666,37 @@ def hidden_tail(optimal_error):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                got = float(out)
+                raw = out.reshape(()).item() if isinstance(out, np.ndarray) and out.size == 1 else out
+                got = None if isinstance(raw, np.ndarray) or np.iscomplexobj(raw) else float(raw)
         except (TypeError, ValueError, OverflowError):
             got = None
-        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
+        shape = f" of shape {out.shape}" if isinstance(out, np.ndarray) else ""
+        assert got is not None, f"{what}: expected a number; got {type(out).__name__}{shape}"
         assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
         hint = ""
         if H == 0:
             hint = "; with H = 0 heads nothing is approximated: the minimum is sum_l w_l ||K_l||_F^2"
         elif value <= 1e-9 * total:
             hint = "; with at least k heads the lags are reproduced exactly: the minimum is 0"
+        if abs(got - value) > 1e-9 * total:   # name a common mistake that gives the answer's value
+            rows = K.reshape(n, -1)
+            sv = np.linalg.svd(Gw, compute_uv=False)
+            s_w = np.linalg.svd(rows * weights[:, None], compute_uv=False)
+            s_1 = np.linalg.svd(rows, compute_uv=False)
+            mistakes = (("w_l instead of sqrt(w_l) on the columns of G_w", np.sum(s_w[H:] ** 2)),
+                        ("the weights ignored", np.sum(s_1[H:] ** 2)),
+                        ("singular values not squared", np.sum(sv[H:])),
+                        ("the part the heads keep, sum_{r<=H} sigma_r^2, instead of the tail", np.sum(sv[:H] ** 2)),
+                        ("the tail from index H + 1 on (0-based s[H:] is right)", np.sum(sv[H + 1:] ** 2)),
+                        ("the tail from index H - 1 on (0-based s[H:] is right)",
+                         np.sum(sv[H - 1:] ** 2) if H >= 1 else np.nan),
+                        ("the minimum divided by n", value / n),
+                        ("the square root of the minimum", np.sqrt(value)))
+            named = [name for name, wrong in mistakes
+                     if np.isfinite(wrong) and abs(wrong - value) > 1e-6 * max(1.0, value)
+                     and abs(got - wrong) <= 1e-8 * max(1.0, abs(wrong))]
+            if named:
+                hint += "; your value is what a common mistake gives: " + "; or ".join(named)
         assert abs(got - value) <= 1e-9 * total, (
             f"{what}: the minimum is {value:.10g}; got {got:.10g} (tolerance 1e-9 of sum_l w_l ||K_l||^2 = "
             f"{total:.4g}){hint}")
@@ -679,7 +710,8 @@ def hidden_count_nonneg(nonnegative_head_count):
     in one coordinate only, diagonal([0.9, -0.5]) (pointed: 2) and diagonal([-0.9, 0.5, 0.2])
     with C = -I (3: pointed by a functional with a negative entry); scalar lags 0, 1, 0, 0.25, ... with K_0 = 0 (1); rotation(0.5) scaled by 1e-6 (2)
     and by 1e6 (3). The values are known by construction (the test file checks them against
-    the library). The library's head routines are switched off while the answer runs.
+    the library). A float with an integer value (2.0) counts as that integer. The library's
+    head routines are switched off while the answer runs.
     """
     import numpy as np
 
@@ -729,6 +761,8 @@ def hidden_count_nonneg(nonnegative_head_count):
     for label, K, value in cases:
         what = f"nonnegative_head_count(K) on {label}"
         out = call(what, K.copy())
+        if isinstance(out, (float, np.floating)) and float(out).is_integer():
+            out = int(out)   # 2.0 is the integer 2
         assert isinstance(out, (int, np.integer)) and not isinstance(out, (bool, np.bool_)), (
             f"{what}: expected an integer; got {out!r} ({type(out).__name__})")
         hint = ""

@@ -310,13 +310,24 @@ def _sum_of_singular_values(K, H, weights):
     return float(np.sum(s[H:]))
 
 
+def _weights_not_square_rooted(K, H, weights):
+    s = np.linalg.svd(_vec(K) * weights, compute_uv=False)
+    return float(np.sum(s[H:] ** 2))
+
+
+def _unweighted_value_maps(K, H, weights):
+    G = _vec(K)
+    U = np.linalg.svd(G, full_matrices=False)[0][:, :H]
+    return float(np.sum(weights * np.sum((G - U @ (U.T @ G)) ** 2, axis=0)))
+
+
 WRONG_ERROR = {
     "tail off by one": (_tail_off_by_one, "optimal_error on rotation(1.0, rho=0.9), n=10, H=1, weights ones: "
                                           "the minimum is"),
     "ignores weights": (_ignores_weights, "H=2, weights n - l: the minimum is"),
     "sigma not squared": (_sum_of_singular_values, "the minimum is"),
     "string": (lambda K, H, w: "small", "expected a number; got str"),
-    "array": (lambda K, H, w: np.array([1.0, 2.0]), "expected a number; got ndarray"),
+    "array": (lambda K, H, w: np.array([1.0, 2.0]), "expected a number; got ndarray of shape (2,)"),
     "list": (lambda K, H, w: [optimal_error(K, H, w)], "expected a number; got list"),
     "complex": (lambda K, H, w: complex(optimal_error(K, H, w)), "expected a number; got complex"),
     "nan": (lambda K, H, w: float("nan"), "got nan"),
@@ -332,6 +343,35 @@ def test_wrong_optimal_errors_fail_with_what_was_expected(answer, expected_in_me
     assert not result
     assert expected_in_message in result.message
     _assert_printed(result, "NOT YET")
+
+
+MISTAKES_NAMED = {  # a common wrong answer: words of the mistake its message must name
+    "off by one, H - 1": (_tail_off_by_one, "the tail from index H - 1 on"),
+    "off by one, H + 1": (lambda K, H, w: optimal_error(K, H + 1, w), "the tail from index H + 1 on"),
+    "weights ignored": (_ignores_weights, "the weights ignored"),
+    "w for sqrt(w)": (_weights_not_square_rooted, "w_l instead of sqrt(w_l)"),
+    "not squared": (_sum_of_singular_values, "singular values not squared"),
+    "kept part": (lambda K, H, w: optimal_error(K, 0, w) - optimal_error(K, H, w), "the part the H heads keep"),
+    "divided by n": (lambda K, H, w: optimal_error(K, H, w) / K.shape[0], "the minimum divided by n"),
+    "unweighted maps": (_unweighted_value_maps, "value maps from the SVD of the unweighted G"),
+}
+
+
+@pytest.mark.parametrize("answer, words", list(MISTAKES_NAMED.values()), ids=list(MISTAKES_NAMED))
+def test_common_wrong_optimal_errors_are_named(answer, words):
+    result = check_optimal_error(answer)
+    assert result.status == FAILED, result
+    assert "your value is what a common mistake gives: " in result.message and words in result.message
+
+
+def test_an_unrecognised_wrong_optimal_error_names_no_mistake():
+    result = check_optimal_error(lambda K, H, w: optimal_error(K, H, w) * 1.37)
+    assert result.status == FAILED and "common mistake" not in result.message
+
+
+def test_a_one_entry_array_is_a_number():
+    assert check_optimal_error(lambda K, H, w: np.array([optimal_error(K, H, w)])).status == PASSED
+    assert check_optimal_error(lambda K, H, w: np.array(optimal_error(K, H, w))).status == PASSED
 
 
 def test_optimal_error_message_states_the_right_value():
@@ -358,11 +398,16 @@ WRONG_COUNT = {
     "ignores the half turn": (lambda K: 2 if K.shape[1] == 2 else nonnegative_head_count(K),
                               "rotation(0.5), n=8 ((n-1) theta > pi): H+ should be 3; got 2"),
     "bool": (lambda K: True, "expected an integer; got True"),
-    "float": (lambda K: float(nonnegative_head_count(K)), "expected an integer; got 1.0"),
-    "numpy float": (lambda K: np.float64(nonnegative_head_count(K)), "expected an integer; got"),
+    "non-integral float": (lambda K: nonnegative_head_count(K) + 0.5, "expected an integer; got 1.5"),
+    "numpy non-integral float": (lambda K: np.float64(nonnegative_head_count(K)) / 2, "expected an integer; got"),
     "string": (lambda K: "one", "expected an integer; got 'one'"),
     "raises": (_raises_type_error, "nonnegative_head_count on scalar a = 0.5, n=8 raised TypeError: unsupported operand"),
 }
+
+
+def test_a_float_with_an_integer_value_is_that_count():
+    assert check_nonnegative_head_count(lambda K: float(nonnegative_head_count(K))).status == PASSED
+    assert check_nonnegative_head_count(lambda K: np.float64(nonnegative_head_count(K))).status == PASSED
 
 
 @pytest.mark.parametrize("answer, expected_in_message", list(WRONG_COUNT.values()), ids=list(WRONG_COUNT))
@@ -630,6 +675,21 @@ def test_loose_rank_tolerance_fails_the_build_heads_check():
     assert result.status == FAILED
     assert "C = diag(1, 3e-4), n=9 (sigma_2 / sigma_1 = 1.1e-04)" in result.message
     assert "so use exactly 2 heads; you used 1" in result.message
+    assert "your tolerance is too loose: singular value 2 of the stacked lags is 1.1e-04" in result.message
+
+
+def test_tight_rank_tolerance_is_told_it_counts_rounding_noise():
+    def tight(K):
+        n, p, d = K.shape
+        G = _vec(K)
+        U, s, Qt = np.linalg.svd(G, full_matrices=False)
+        k = int(np.sum(s > 1e-30 * s[0]))
+        return s[:k, None] * Qt[:k], np.stack([U[:, h].reshape(p, d, order="F") for h in range(k)])
+
+    result = check_exact_heads(tight)
+    assert result.status == FAILED
+    assert "so use exactly 2 heads; you used 4" in result.message
+    assert "your tolerance counts rounding noise: singular values 3 to 4" in result.message
 
 
 def _heads_with_orders(vec_order, unvec_order, projected):

@@ -480,37 +480,6 @@ def test_build_heads_either_vec_order_passes_and_mixed_orders_are_named():
     assert "different orders" in fails(fn, _heads_inconsistent_vec)
 
 
-def test_the_chapter_1_hidden_tests_give_the_visible_checks_hints():
-    """Exercises 1.1-1.3: float32, a negative gamma, another form of the same map get the visible checks' hints."""
-    (ema,), (mlp,), (residual,) = HIDDEN["ex-ema"], HIDDEN["ex-mlp"], HIDDEN["ex-residual"]
-    right_ema, right_mlp, right_residual = reference("ex-ema"), reference("ex-mlp"), reference("ex-residual")
-    assert "float64" in fails(ema, lambda n, d, g: np.asarray(right_ema(n, d, g), dtype=np.float32))
-
-    def through_log(n, d, g):   # log(gamma): NaN for a negative gamma
-        if g >= 0:
-            return right_ema(n, d, g)
-        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.tril((1 - g) * np.exp(lag * np.log(g)))[:, :, None, None] * np.eye(d)
-    assert "is negative here" in fails(ema, through_log)
-    assert "a difference of" not in fails(ema, lambda n, d, g: right_ema(n, d, g) * 2)
-    message = fails(ema, lambda n, d, g: right_ema(n, d, g) * (1 + 1e-7))
-    assert "got 0.7500000" in message and "a difference of" in message   # not "should be 0.75; got 0.75"
-
-    def plus_null(W1, W2, X):   # W_ii + N_i with N_i x_i = 0: token-local, same output
-        W = np.array(right_mlp(W1, W2, X), dtype=float)
-        for i in range(X.shape[0]):
-            x = X[i]
-            if x @ x > 0 and x.size > 1:
-                W[i, i] += np.outer(np.ones(W.shape[2]), np.roll(x, 1) - x * (np.roll(x, 1) @ x) / (x @ x))
-        return W
-    assert "N_i x_i = 0" in fails(mlp, plus_null)
-    trivial = lambda mha, X: sh.trivial_interaction_form(mha.forward(X) + X, X)   # noqa: E731
-    assert "another interaction form of that map" in fails(residual, trivial)
-    assert "missing" in fails(residual, lambda mha, X: np.asarray(right_residual(mha, X)) - np.eye(X.shape[0])[
-        :, :, None, None] * np.eye(X.shape[1]))
-
-
 @pytest.mark.parametrize("label", list(PASSES_VISIBLE))
 def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label):
     check, answer, words = PASSES_VISIBLE[label]
@@ -728,3 +697,30 @@ def test_the_expected_values_agree_with_the_library(label, monkeypatch):
 def test_the_library_is_switched_off_while_the_answer_runs(label):
     message = fails(HIDDEN[label][0], LIBRARY_ANSWERS[label])
     assert "raised RuntimeError" in message and "write it yourself" in message
+
+
+def test_the_chapter_3_hidden_tests_give_the_visible_checks_hints():
+    """Exercises 3.1-3.3: the rank tolerance, common wrong tails, one-entry arrays and integral floats."""
+    (heads,), (tail,), (count,) = HIDDEN["ex-build-heads"], HIDDEN["ex-tail"], HIDDEN["ex-count-nonneg"]
+    assert "your tolerance is too loose: singular value 2 is" in fails(heads, _heads_loose_tolerance)
+
+    def tight(K):   # counts rounding noise as directions
+        n, p, d = K.shape
+        G = K.transpose(0, 2, 1).reshape(n, p * d).T
+        U, s, _ = np.linalg.svd(G, full_matrices=False)
+        k = int(np.sum(s > 1e-30 * s[0]))
+        values = U[:, :k].T.reshape(k, d, p).transpose(0, 2, 1)
+        return np.einsum("hpd,lpd->hl", values, K), values
+    assert "your tolerance counts rounding noise" in fails(heads, tight)
+
+    right_tail, right_count = reference("ex-tail"), reference("ex-count-nonneg")
+
+    def not_squared(K, H, w):
+        return float(np.sum(np.linalg.svd(K.reshape(K.shape[0], -1).T * np.sqrt(w), compute_uv=False)[H:]))
+    assert "singular values not squared" in fails(tail, not_squared)
+    assert "w_l instead of sqrt(w_l)" in fails(tail, _tail_weights_not_square_rooted)
+    assert "the minimum divided by n" in fails(tail, lambda K, H, w: right_tail(K, H, w) / K.shape[0])
+    assert "common mistake" not in fails(tail, lambda K, H, w: right_tail(K, H, w) * 1.37 + 1.0)
+    fresh(tail)(lambda K, H, w: np.array([right_tail(K, H, w)]))
+    fresh(count)(lambda K: float(right_count(K)))
+    assert "expected an integer; got 1.5" in fails(count, lambda K: right_count(K) + 0.5)

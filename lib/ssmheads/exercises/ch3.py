@@ -136,6 +136,33 @@ def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
     return ""
 
 
+#: Singular values below this fraction of the largest are rounding noise of the stacked lags.
+ROUNDING_NOISE = 1e-12
+
+
+def _tolerance_hint(K: np.ndarray, k: int, heads: int) -> str:
+    """What the answer's head count says about its rank tolerance, with the singular values that show it.
+
+    More heads than ``k`` whose extra singular values are below ``ROUNDING_NOISE`` of the
+    largest: the tolerance counts rounding noise. Fewer heads than ``k``: the tolerance
+    drops a real direction (its relative singular value is printed).
+    """
+    n = K.shape[0]
+    s = np.linalg.svd(K.reshape(n, -1), compute_uv=False)
+    if not s.size or s[0] == 0.0:
+        return ""
+    ratios = s / s[0]
+    if heads > k and heads <= s.size and ratios[heads - 1] < ROUNDING_NOISE:
+        return (f"; your tolerance counts rounding noise: singular values {k + 1} to {heads} of the stacked lags "
+                f"are below {ROUNDING_NOISE:.0e} of the largest (down to {ratios[heads - 1]:.1e}). Use a tolerance "
+                "relative to the largest singular value, above rounding (e.g. max(n, pd) * machine epsilon)")
+    if 0 <= heads < k:
+        return (f"; your tolerance is too loose: singular value {heads + 1} of the stacked lags is "
+                f"{ratios[heads]:.1e} of the largest, a real direction, not rounding. Choose a tolerance below "
+                "the smallest nonzero one and above rounding (e.g. max(n, pd) * machine epsilon)")
+    return ""
+
+
 def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
     """Chapter 3, exercise "build the heads": the head-count theorem's construction (Theorem 3.1).
 
@@ -170,7 +197,8 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
             V = _numeric(V, (heads,) + K.shape[1:], f"{label}: values")
             c = _numeric(c, (heads, K.shape[0]), f"{label}: coefficients")
             if V.shape[0] != k:
-                raise _Fail(f"{label}: the lags span k = {k} dimensions, so use exactly {k} heads; you used {V.shape[0]}")
+                raise _Fail(f"{label}: the lags span k = {k} dimensions, so use exactly {k} heads; you used "
+                            f"{V.shape[0]}" + _tolerance_hint(K, k, V.shape[0]))
             got = np.einsum("hl,hpd->lpd", c, V)
             try:
                 _compare(got, K, f"{label}: sum_h c_h(l) V_h against K_l")
@@ -183,25 +211,85 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
                 f"k heads reproduce every lag exactly on {len(cases)} systems")
 
 
+def _tail_mistakes(K: np.ndarray, H: int, weights: np.ndarray) -> list[tuple[str, float]]:
+    """(what went wrong, the value it gives) for common wrong answers to the Eckart-Young tail.
+
+    Each value is computed from ``K``, ``H`` and ``weights`` the way the mistake computes it:
+    weights ``w_l`` instead of ``sqrt(w_l)`` on the columns, weights ignored, singular values
+    not squared, the kept part instead of the tail, an index off by one either way, the
+    minimum divided by ``n`` or by the total, its square root, and value maps taken from
+    the unweighted SVD.
+    """
+    n = K.shape[0]
+    rows = K.reshape(n, -1)
+    s = np.linalg.svd(rows.T * np.sqrt(weights), compute_uv=False)
+    tail = float(np.sum(s[H:] ** 2))
+    total = float(np.sum(s**2))
+    s_w = np.linalg.svd(rows.T * weights, compute_uv=False)
+    U1, s_1, _ = np.linalg.svd(rows.T, full_matrices=False)
+    missed = rows.T - U1[:, :H] @ (U1[:, :H].T @ rows.T)   # what the unweighted basis misses
+    mistakes = [
+        ("w_l instead of sqrt(w_l) on the columns of G_w (its squared singular values must carry w_l, "
+         "so each column gets sqrt(w_l))", float(np.sum(s_w[H:] ** 2))),
+        ("the weights ignored: that is the unweighted tail", float(np.sum(s_1[H:] ** 2))),
+        ("singular values not squared: the loss is a sum of squares, so the tail is sum_{r>H} sigma_r^2",
+         float(np.sum(s[H:]))),
+        ("the part the H heads keep, sum_{r<=H} sigma_r^2, not the tail sum_{r>H} sigma_r^2",
+         float(np.sum(s[:H] ** 2))),
+        ("the tail from index H + 1 on: with H heads the first H singular values are kept (s[H:], 0-based)",
+         float(np.sum(s[H + 1:] ** 2))),
+        ("the tail from index H - 1 on: with H heads the first H singular values are kept (s[H:], 0-based)",
+         float(np.sum(s[max(H - 1, 0):] ** 2)) if H >= 1 else np.nan),
+        ("the minimum divided by n: the exercise asks for the total weighted error, not a mean", tail / n),
+        ("the minimum divided by sum_l w_l ||K_l||^2: the exercise asks for the error, not a fraction",
+         tail / total if total > 0 else np.nan),
+        ("the square root of the minimum: the loss is squared", float(np.sqrt(tail))),
+        ("value maps from the SVD of the unweighted G: with weights, the best maps are the left singular "
+         "vectors of G_w", float(np.sum(weights * np.sum(missed**2, axis=0)))),
+    ]
+    return mistakes
+
+
+def _tail_hint(got: float, value: float, mistakes: list[tuple[str, float]]) -> str:
+    """``"; your value is what ... gives"``, naming every mistake whose value is ``got`` (and not the right value)."""
+    named = []
+    for what, wrong in mistakes:
+        if not np.isfinite(wrong) or abs(wrong - value) <= 1e-6 * max(1.0, abs(value)):
+            continue  # this mistake gives the right value here: not a sign of it
+        if abs(got - wrong) <= 1e-8 * max(1.0, abs(wrong)):
+            named.append(what)
+    return "; your value is what a common mistake gives: " + "; or ".join(named) if named else ""
+
+
 def check_optimal_error(optimal_error: Callable) -> CheckResult:
     """Chapter 3, exercise "the Eckart-Young tail".
 
     Used in Chapter 3, Exercise 3.2 (the Eckart-Young tail).
 
     The answer is a function ``optimal_error(K, H, weights)`` returning the minimum of
-    ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over ``H`` heads (a float).
+    ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over ``H`` heads: a number (a float, a
+    NumPy scalar or an array with one entry). A wrong value that a common mistake gives
+    (``w_l`` instead of ``sqrt(w_l)``, weights ignored, singular values not squared, the
+    kept part instead of the tail, an index off by one, divided by ``n`` or by the total,
+    its square root, value maps from the unweighted SVD) is named in the message.
     The library's own routines are switched off while the answer runs.
     """
     from ..heads import head_count_curve, white_noise_weights
 
-    def expect(value):
+    def expect(value, mistakes):
         def test(out, label):
+            raw = out
+            if isinstance(out, np.ndarray) and out.size == 1:
+                raw = out.reshape(()).item()
             try:
-                got = float(out)
+                if isinstance(raw, np.ndarray) or np.iscomplexobj(raw):
+                    raise TypeError
+                got = float(raw)
             except (TypeError, ValueError, OverflowError):
-                raise _Fail(f"{label}: expected a number; got {type(out).__name__}") from None
+                shape = f" of shape {out.shape}" if isinstance(out, np.ndarray) else ""
+                raise _Fail(f"{label}: expected a number; got {type(out).__name__}{shape}") from None
             if not np.isfinite(got) or abs(got - value) > 1e-8 * max(1.0, abs(value)):
-                raise _Fail(f"{label}: the minimum is {value:.6g}; got {got:.6g}")
+                raise _Fail(f"{label}: the minimum is {value:.6g}; got {got:.6g}" + _tail_hint(got, value, mistakes))
         return test
 
     cases = []
@@ -209,7 +297,8 @@ def check_optimal_error(optimal_error: Callable) -> CheckResult:
         n = K.shape[0]
         for H, weights, wname in ((1, np.ones(n), "ones"), (2, white_noise_weights(n), "n - l")):
             value = float(head_count_curve(K, H, weights)[H])
-            cases.append((f"optimal_error on {label}, H={H}, weights {wname}", (K, H, weights), expect(value)))
+            cases.append((f"optimal_error on {label}, H={H}, weights {wname}", (K, H, weights),
+                          expect(value, _tail_mistakes(K, H, weights))))
     return _run("Chapter 3: the Eckart-Young tail", _on_its_own(optimal_error), cases,
                 f"the optimal error is right on {len(cases)} cases (plain and white-noise weights)")
 
@@ -219,7 +308,8 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
 
     Used in Chapter 3, Exercise 3.3.
 
-    The answer is a function ``nonnegative_head_count(K)`` returning an integer. The cases
+    The answer is a function ``nonnegative_head_count(K)`` returning an integer (a float
+    with an integer value, such as ``2.0``, is accepted as that integer). The cases
     include ``k = 3`` with a pointed and a non-pointed cone, lags that are exactly zero
     (which a pointing functional must ignore), and three cases that catch plausible
     wrong rules: the rotation with ``(n - 1) theta = 3 < pi`` (``phi = sum_l K_l`` as the
@@ -259,6 +349,8 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
 
     def expect(value):
         def test(out, label):
+            if isinstance(out, (float, np.floating)) and float(out).is_integer():
+                out = int(out)  # 2.0 is the integer 2
             if isinstance(out, (bool, np.bool_)) or not isinstance(out, (int, np.integer)):
                 raise _Fail(f"{label}: expected an integer; got {out!r}")
             if out != value:
