@@ -91,6 +91,8 @@ def hidden_ema(ema_operator):
         elif gamma == 1.0:
             hint = "; with gamma = 1 the factor 1 - gamma is 0, so every block is 0"
         digits = ".6g" if where is None or f"{expected[where]:.6g}" != f"{got[where]:.6g}" else ".17g"
+        if digits == ".17g":
+            hint = f"; a difference of {got[where] - expected[where]:.2g}{hint}"
         assert where is None, (f"{what}: entry {where} should be {expected[where]:{digits}}; got "
                                f"{got[where]:{digits}} (indices (i, j, row, col), 0-based: output i, source j, then "
                                f"the entry of the d x d block W_ij = (1 - gamma) gamma^(i-j) I for j <= i){hint}")

@@ -480,6 +480,37 @@ def test_build_heads_either_vec_order_passes_and_mixed_orders_are_named():
     assert "different orders" in fails(fn, _heads_inconsistent_vec)
 
 
+def test_the_chapter_1_hidden_tests_give_the_visible_checks_hints():
+    """Exercises 1.1-1.3: float32, a negative gamma, another form of the same map get the visible checks' hints."""
+    (ema,), (mlp,), (residual,) = HIDDEN["ex-ema"], HIDDEN["ex-mlp"], HIDDEN["ex-residual"]
+    right_ema, right_mlp, right_residual = reference("ex-ema"), reference("ex-mlp"), reference("ex-residual")
+    assert "float64" in fails(ema, lambda n, d, g: np.asarray(right_ema(n, d, g), dtype=np.float32))
+
+    def through_log(n, d, g):   # log(gamma): NaN for a negative gamma
+        if g >= 0:
+            return right_ema(n, d, g)
+        lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.tril((1 - g) * np.exp(lag * np.log(g)))[:, :, None, None] * np.eye(d)
+    assert "is negative here" in fails(ema, through_log)
+    assert "a difference of" not in fails(ema, lambda n, d, g: right_ema(n, d, g) * 2)
+    message = fails(ema, lambda n, d, g: right_ema(n, d, g) * (1 + 1e-7))
+    assert "got 0.7500000" in message and "a difference of" in message   # not "should be 0.75; got 0.75"
+
+    def plus_null(W1, W2, X):   # W_ii + N_i with N_i x_i = 0: token-local, same output
+        W = np.array(right_mlp(W1, W2, X), dtype=float)
+        for i in range(X.shape[0]):
+            x = X[i]
+            if x @ x > 0 and x.size > 1:
+                W[i, i] += np.outer(np.ones(W.shape[2]), np.roll(x, 1) - x * (np.roll(x, 1) @ x) / (x @ x))
+        return W
+    assert "N_i x_i = 0" in fails(mlp, plus_null)
+    trivial = lambda mha, X: sh.trivial_interaction_form(mha.forward(X) + X, X)   # noqa: E731
+    assert "another interaction form of that map" in fails(residual, trivial)
+    assert "missing" in fails(residual, lambda mha, X: np.asarray(right_residual(mha, X)) - np.eye(X.shape[0])[
+        :, :, None, None] * np.eye(X.shape[1]))
+
+
 @pytest.mark.parametrize("label", list(PASSES_VISIBLE))
 def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label):
     check, answer, words = PASSES_VISIBLE[label]
