@@ -44,6 +44,7 @@ __all__ = [
     "TASKS",
     "BenchResult",
     "train",
+    "loss_curve",
     "sweep",
     "emulation_target",
     "delay_taps",
@@ -51,11 +52,15 @@ __all__ = [
     "parameter_count",
     "architecture_info",
     "load_results",
+    "RESULTS",
     "save_results",
     "steps_to",
 ]
 
 _JAX = None
+
+#: The committed results of ``benchmarks/bench_tradeoff.py``, shipped with the package (Chapter 6 reads them).
+RESULTS = Path(__file__).resolve().parent / "data" / "tradeoff.json"
 
 
 def _jax():
@@ -86,7 +91,7 @@ _K = 4  # the lag-span dimension of the emulation and delay targets
 _LR = 0.01
 _BETAS = (0.9, 0.999)
 _EPS = 1e-8
-_STEPS = {"emulation": 1000, "delay": 1000, "selective-copy": 1000}
+_STEPS = {"emulation": 500, "delay": 500, "selective-copy": 500}
 _BATCH = {"emulation": 16, "delay": 16, "selective-copy": 32}
 _TEST = 512  # sequences in the final test estimate
 _JACOBIAN_INPUTS = 8
@@ -100,7 +105,7 @@ def emulation_target():
     """``(A, B, C)`` of the emulation task: ``A = 0.9 R(0.5) (+) 0.7 R(1.7)``, ``B (4, 2)``, ``C (2, 4)``
     drawn from ``default_rng(1)``; its lag span has dimension ``k = 4`` on 64 tokens.
 
-    Used in Chapter 6, Section 6.2.
+    Used in Chapter 6.
     """
     from .systems import rotation_matrix
 
@@ -114,7 +119,7 @@ def emulation_target():
 def delay_taps():
     """The four ``2 x 2`` taps ``E_s`` of the delay task: ``I``, ``J``, ``diag(1, -1)``, the swap; orthogonal.
 
-    Used in Chapter 6, Section 6.2.
+    Used in Chapter 6.
     """
     return np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.0, -1.0], [1.0, 0.0]],
                      [[1.0, 0.0], [0.0, -1.0]], [[0.0, 1.0], [1.0, 0.0]]])
@@ -203,7 +208,7 @@ def task_floor(task, distance, heads):
     time-invariant model (any number of heads) can do no better than ``1 - 1/L``
     (Chapter 6, Proposition 6.1); ``heads`` is then ignored.
 
-    Used in Chapter 6, Section 6.2.
+    Used in Chapter 6.
     """
     task, distance = _check_task(task, distance)
     if task == "selective-copy":
@@ -287,7 +292,7 @@ def _init(spec, task, seed):
 def parameter_count(architecture: str, task: str) -> int:
     """Number of trained parameters of ``architecture`` on ``task``.
 
-    Used in Chapter 6, Section 6.3.
+    Used in Chapter 6.
     """
     spec = _check_architecture(architecture)
     task, _ = _check_task(task, 1)
@@ -297,7 +302,7 @@ def parameter_count(architecture: str, task: str) -> int:
 def architecture_info(architecture: str) -> dict:
     """``{"family", "heads", "time_invariant", "description"}`` of one architecture.
 
-    Used in Chapter 6, Section 6.3.
+    Used in Chapter 6.
     """
     spec = _check_architecture(architecture)
     return {"family": spec.family, "heads": spec.heads, "time_invariant": spec.time_invariant,
@@ -379,31 +384,63 @@ def train(architecture: str, task: str, distance: int, seed: int = 0, steps: int
         distance), the training batches and the evaluation batch (both from ``seed``,
         the task and ``distance``). The same arguments give the same run.
     steps : int, optional
-        Adam steps (1000 by default), learning rate 0.01, batches of 32 sequences (64 for
+        Adam steps (500 by default), learning rate 0.01, batches of 16 sequences (32 for
         the selective copy).
 
     Returns
     -------
     BenchResult
     """
-    spec = _check_architecture(architecture)
-    task, L = _check_task(task, distance)
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a nonnegative integer; got {seed!r}")
-    seed = int(seed)
-    steps = _STEPS[task] if steps is None else check_positive_int("steps", steps)
+    spec, task, L, seed, steps = _check_run(architecture, task, distance, seed, steps)
     jax, jnp = _jax()
-    step, loss, jac = _compiled(spec, task)
+    _, loss, jac = _compiled(spec, task)
     P = {k: jnp.asarray(v) for k, v in _init(spec, task, seed).items()}
-    parameters = int(sum(v.size for v in P.values()))
-    m = jax.tree.map(jnp.zeros_like, P)
-    v = jax.tree.map(jnp.zeros_like, P)
     tid = TASKS.index(task)
-    data = np.random.default_rng([seed, 1, tid, L])
     Xj = _jacobian_inputs(task, L, np.random.default_rng([seed, 3, tid, L]))
     scale = _normaliser(task, L)
     j = _N - 1 - L
     jac0 = float(np.median(np.asarray(jac(P, Xj, j))))
+    P, losses = _adam(spec, task, L, seed, steps, P)
+    Xt, Yt = _batch(task, L, np.random.default_rng([seed, 2, tid, L]), _TEST)
+    test = float(np.mean([float(loss(P, Xt[i:i + 128], Yt[i:i + 128], scale)) for i in range(0, _TEST, 128)]))
+    jac1 = float(np.median(np.asarray(jac(P, Xj, j))))
+    return BenchResult(architecture, task, L, seed, steps, losses, float(losses[-1]), test, jac0, jac1,
+                       int(sum(v.size for v in P.values())), {k: np.asarray(val) for k, val in P.items()})
+
+
+def loss_curve(architecture: str, task: str, distance: int, seed: int = 0, steps: int | None = None) -> np.ndarray:
+    """``train(...).losses`` alone, without the test loss and the Jacobians (quicker).
+
+    Used in Chapter 6.
+
+    Returns
+    -------
+    ndarray, shape (steps + 1,)
+        The same numbers as :func:`train`'s ``losses`` for the same arguments.
+    """
+    spec, task, L, seed, steps = _check_run(architecture, task, distance, seed, steps)
+    _, jnp = _jax()
+    P = {k: jnp.asarray(v) for k, v in _init(spec, task, seed).items()}
+    return _adam(spec, task, L, seed, steps, P)[1]
+
+
+def _check_run(architecture, task, distance, seed, steps):
+    spec = _check_architecture(architecture)
+    task, L = _check_task(task, distance)
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a nonnegative integer; got {seed!r}")
+    steps = _STEPS[task] if steps is None else check_positive_int("steps", steps)
+    return spec, task, L, int(seed), steps
+
+
+def _adam(spec, task, L, seed, steps, P):
+    """``steps`` Adam steps from ``P`` on the training stream of ``(seed, task, L)``; ``(P, losses)``."""
+    jax, jnp = _jax()
+    step, loss, _ = _compiled(spec, task)
+    m = jax.tree.map(jnp.zeros_like, P)
+    v = jax.tree.map(jnp.zeros_like, P)
+    data = np.random.default_rng([seed, 1, TASKS.index(task), L])
+    scale = _normaliser(task, L)
     losses = np.empty(steps + 1)
     for t in range(steps):
         X, Y = _batch(task, L, data, _BATCH[task])
@@ -411,11 +448,7 @@ def train(architecture: str, task: str, distance: int, seed: int = 0, steps: int
         losses[t] = float(before)
     X, Y = _batch(task, L, data, _BATCH[task])
     losses[steps] = float(loss(P, X, Y, scale))
-    Xt, Yt = _batch(task, L, np.random.default_rng([seed, 2, tid, L]), _TEST)
-    test = float(np.mean([float(loss(P, Xt[i:i + 128], Yt[i:i + 128], scale)) for i in range(0, _TEST, 128)]))
-    jac1 = float(np.median(np.asarray(jac(P, Xj, j))))
-    return BenchResult(architecture, task, L, seed, steps, losses, float(losses[-1]), test, jac0, jac1,
-                       parameters, {k: np.asarray(val) for k, val in P.items()})
+    return P, losses
 
 
 # ----------------------------------------------------------------------------------------------
@@ -444,11 +477,18 @@ def sweep(architectures, tasks_and_distances, seeds, steps=None, progress=None) 
     return records
 
 
+def _six(x: float) -> float:
+    """``x`` to 6 significant digits (the results file stores no more)."""
+    return float(f"{x:.6g}")
+
+
 def _record(r: BenchResult) -> dict:
+    """One run as stored in the results file: every number to 6 significant digits."""
+    losses = [_six(x) for x in r.losses]
     return {"architecture": r.architecture, "task": r.task, "distance": r.distance, "seed": r.seed,
-            "steps": r.steps, "final_loss": r.final_loss, "test_loss": r.test_loss,
-            "jacobian_init": r.jacobian_init, "jacobian_final": r.jacobian_final,
-            "parameters": r.parameters, "losses": [float(x) for x in r.losses]}
+            "steps": r.steps, "final_loss": losses[-1], "test_loss": _six(r.test_loss),
+            "jacobian_init": _six(r.jacobian_init), "jacobian_final": _six(r.jacobian_final),
+            "parameters": r.parameters, "losses": losses}
 
 
 def save_results(records, path, meta=None) -> None:
@@ -458,7 +498,7 @@ def save_results(records, path, meta=None) -> None:
 
 
 def load_results(path=None) -> dict:
-    """The results file of ``benchmarks/bench_tradeoff.py`` (default: the one committed with the book).
+    """The results file of ``benchmarks/bench_tradeoff.py`` (default: :data:`RESULTS`, installed with the package).
 
     Used in Chapter 6.
 
@@ -469,7 +509,7 @@ def load_results(path=None) -> dict:
         each run's ``losses`` as an ndarray.
     """
     if path is None:
-        path = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "tradeoff.json"
+        path = RESULTS
     data = json.loads(Path(path).read_text())
     for r in data["runs"]:
         r["losses"] = np.asarray(r["losses"])
