@@ -1,4 +1,4 @@
-"""instructors/hidden_tests.py: the hidden Otter tests of the 17 auto-checked exercises.
+"""instructors/hidden_tests.py: the hidden Otter tests of the 19 auto-checked exercises.
 
 Otter copies each hidden test function's source alone into a test cell and calls it
 with the student's function, so every test here runs a hidden test the same way:
@@ -81,7 +81,7 @@ def fails(fn, answer) -> str:
 
 def test_the_registry_has_exactly_the_auto_checked_exercises():
     checked = [e.label for e in catalogue.read_exercises(ROOT / "chapters") if e.checked]
-    assert len(checked) == 17
+    assert len(checked) == 19
     assert sorted(HIDDEN) == sorted(checked)
     assert all(isinstance(fns, list) and fns for fns in HIDDEN.values())
 
@@ -312,6 +312,20 @@ def _ssd_one_step_early(a, dt, B, C, V):
     return np.einsum("hts,ts,hpd->tspd", np.exp(seg) * dt[:, None, :], C @ B.T, V)
 
 
+def _floor_equal_weights(n, L, H):
+    """(4 - H)/4: every tap weighted alike (forgets that lag l is seen by n - l positions)."""
+    return max(4 - H, 0) / 4
+
+
+def _jacobian_norm_frobenius(forward, X, i, j, eps=1e-6):
+    cols = []
+    for c in range(X.shape[1]):
+        step = np.zeros_like(X)
+        step[j, c] = eps
+        cols.append((forward(X + step)[i] - forward(X - step)[i]) / (2 * eps))
+    return float(np.linalg.norm(np.stack(cols, axis=1)))
+
+
 PLANTED = {  # label: (the mistake, the answer)
     "ex-ema": ("no factor 1 - gamma", _ema_without_factor),
     "ex-mlp": ("gate 1[W1 x >= 0] instead of > 0", _mlp_gate_at_zero),
@@ -330,6 +344,8 @@ PLANTED = {  # label: (the mistake, the answer)
     "ex-retention-recurrent": ("the current token decayed too", _retention_decays_current_token),
     "ex-rope-rank": ("pairs (m, m + d_k/2) instead of (2m, 2m+1)", _rope_half_split),
     "ex-ssd-rank": ("the decay product starts one step early", _ssd_one_step_early),
+    "ex-delay-floor": ("every tap weighted alike", _floor_equal_weights),
+    "ex-jacobian-norm": ("Frobenius instead of spectral norm", _jacobian_norm_frobenius),
 }
 
 
@@ -653,6 +669,7 @@ def loop_cases(source: str) -> list[dict]:
     cases = []
     for node in ast.walk(ast.parse(textwrap.dedent(source))):
         if not isinstance(node, (ast.For, ast.comprehension)):
+    "ex-delay-floor": (exercises.check_delay_floor, ("n", "L", "H")),
             continue
         iterable, counted = node.iter, False
         if isinstance(iterable, ast.Call) and getattr(iterable.func, "id", "") == "enumerate" and iterable.args:
@@ -724,8 +741,17 @@ def test_the_expected_values_agree_with_the_library(label, monkeypatch):
             fresh(fn)(LIBRARY_ANSWERS[label])
 
 
-@pytest.mark.parametrize("label", ["ex-lag-span-by-hand", "ex-tail", "ex-count-nonneg"])
+@pytest.mark.parametrize("label", ["ex-lag-span-by-hand", "ex-tail", "ex-count-nonneg", "ex-delay-floor"])
 def test_the_library_is_switched_off_while_the_answer_runs(label):
+def _library_delay_floor(n, L, H):
+    from ssmheads.bench import delay_taps
+
+    K = np.zeros((n, 2, 2))
+    K[L:L + 4] = delay_taps()
+    curve = sh.head_count_curve(K, max(H, 1), sh.heads.white_noise_weights(n))
+    return float(curve[H] / curve[0])
+
+
     message = fails(HIDDEN[label][0], LIBRARY_ANSWERS[label])
     assert "raised RuntimeError" in message and "write it yourself" in message
 
@@ -734,6 +760,9 @@ def test_the_chapter_3_hidden_tests_give_the_visible_checks_hints():
     """Exercises 3.1-3.3: the rank tolerance, common wrong tails, one-entry arrays and integral floats."""
     (heads,), (tail,), (count,) = HIDDEN["ex-build-heads"], HIDDEN["ex-tail"], HIDDEN["ex-count-nonneg"]
     assert "your tolerance is too loose: singular value 2 is" in fails(heads, _heads_loose_tolerance)
+    "ex-delay-floor": _library_delay_floor,
+    "ex-jacobian-norm": lambda forward, X, i, j: float(np.linalg.norm(
+        sh.finite_difference_jacobian(forward, X)[i, j], 2)),
 
     def tight(K):   # counts rounding noise as directions
         n, p, d = K.shape

@@ -116,14 +116,15 @@ def _attention_forward(P, X):
                                                                         P["bias"])[None]
     causal = np.tril(np.ones((n, n), dtype=bool))
     sink = P["sink"][None, :, None, None]
-    top = jax_stop(jnp.maximum(jnp.max(jnp.where(causal, s, -jnp.inf), axis=-1, keepdims=True), sink))
+    top = _stop_gradient(jnp.maximum(jnp.max(jnp.where(causal, s, -jnp.inf), axis=-1, keepdims=True), sink))
     e = jnp.where(causal, jnp.exp(s - top), 0.0)
     a = e / (jnp.sum(e, axis=-1, keepdims=True) + jnp.exp(sink - top))
     v = jnp.einsum("hqd,bnd->bhnq", P["W_V"], X)
     return jnp.einsum("hpq,bhiq->bip", P["W_O"], jnp.einsum("bhij,bhjq->bhiq", a, v))
 
 
-def jax_stop(x):
+def _stop_gradient(x):
+    """``x`` with no gradient through it (the max subtracted before a softmax)."""
     from .bench import _jax
 
     return _jax()[0].lax.stop_gradient(x)

@@ -14,6 +14,7 @@ from .ch2 import check_lag_span_dimension, check_long_plateau, check_rank_three_
 from .ch3 import check_exact_heads, check_nonnegative_head_count, check_optimal_error, check_quaternion_heads
 from .ch4 import check_delay_loss, check_head_jacobian, check_highway_input, check_ssm_gradient_profile
 from .ch5 import check_retention_recurrent, check_rope_operator, check_ssd_operator
+from .ch6 import check_delay_floor, check_jacobian_norm
 
 __all__ = [
     "CheckResult",
@@ -34,4 +35,6 @@ __all__ = [
     "check_retention_recurrent",
     "check_rope_operator",
     "check_ssd_operator",
+    "check_delay_floor",
+    "check_jacobian_norm",
 ]
