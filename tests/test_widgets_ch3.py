@@ -41,6 +41,21 @@ def test_head_explorer_figure_is_logarithmic_and_draws_no_fake_values():
     plt.close(fig)
 
 
+def test_head_explorer_figure_draws_zeros_a_decade_down_at_a_tick_labelled_0():
+    """No empty decades down to 1e-12: the zeros sit a decade below the smallest error, at a "0" tick."""
+    fig = head_explorer_figure("random with lag rank k", n=16, H=4, k=4)
+    fig.canvas.draw()
+    left, _, right = fig.axes
+    error_line, exact_marks = left.get_lines()[:2]
+    smallest = float(np.min(error_line.get_ydata()))
+    np.testing.assert_allclose(exact_marks.get_ydata(), smallest / 10)
+    assert left.get_ylim()[0] > smallest / 100          # no decades below the zeros
+    labels = {t.get_text() for t in left.get_yticklabels()}
+    assert "0" in labels and len(labels) >= 3
+    assert "0" in {t.get_text() for t in right.get_yticklabels()}   # H = k: every lag is exact
+    plt.close(fig)
+
+
 def test_head_explorer_figure_rejects_negative_heads():
     with pytest.raises(ValueError, match="H must be an integer >= 0"):
         head_explorer_figure(H=-1)

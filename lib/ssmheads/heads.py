@@ -84,6 +84,17 @@ def _binary_exponent(arr: np.ndarray) -> int:
     return int(np.frexp(top)[1]) if top > 0.0 else 0
 
 
+def _scaled_vec(K: np.ndarray) -> np.ndarray:
+    """``[vec K_0, ..., vec K_{n-1}] / 2^e`` (shape ``(p d, n)``) with ``max |.|`` in ``[1/2, 1)``.
+
+    Core of :func:`_exact_heads`'s scaling: the division is exact unless an entry underflows,
+    and it keeps the SVD clear of overflow and underflow whatever the scale of the lags. The
+    left singular vectors do not depend on the scale, so the coordinates are read off the
+    unscaled ``K``.
+    """
+    return np.ldexp(_vec(K), -_binary_exponent(K))
+
+
 def _scaled_back(values, exponent: int, names: str, what: str, reference: float | None = None) -> np.ndarray:
     """``values * 2^exponent``, refusing a result that overflows or underflows.
 
@@ -311,12 +322,9 @@ def _optimal_heads(K: np.ndarray, H: int, w: np.ndarray, names: str):
 
 def _best_heads(K: np.ndarray, H: int, G: np.ndarray):
     """Coefficients (H, n), values (H, p, d), singular values, and the
-    number of heads that get value maps.
-
-    Core of :func:`optimal_heads`, on checked lags K (n, p, d): the
-    minimiser of Corollary 3.1. G (pd, n) is G_w = [sqrt(w_l) vec K_l]
-    divided by a power of two. Heads past the rank of G_w (but within
-    min(pd, n)) get directions orthogonal to every K_l, so c_h = 0.
+    number of heads that get value maps: the minimiser whose error is the
+    Eckart-Young tail (Corollary 3.1), for lags K (n, p, d) and
+    G (pd, n) = G_w = [sqrt(w_l) vec K_l] (up to a scale).
     """
     n, p, d = K.shape
     # thin SVD of G_w: U is pd x min(pd, n)
@@ -444,23 +452,15 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
 
 def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray,
                  n: int, rtol):
-    """Coefficients (k, n) and value maps (k, p, d) of k = k(n) heads.
-
-    Core of :func:`exact_heads`, on checked arrays and a checked rtol
-    (a number, or None for the default): the sufficiency half of the
-    proof of the head-count theorem (Theorem 3.1), with the orthonormal
-    basis of span{K_l} that a thin SVD gives.
-
-    G is divided by 2^e with max|G| in [1/2, 1) (exact unless an entry
-    underflows), which keeps the SVD clear of overflow and underflow
-    whatever the scale of the lags; U does not depend on that scale,
-    so the coordinates are read off the unscaled K.
+    """Coefficients (k, n) and value maps (k, p, d) of k = k(n) heads:
+    the sufficiency half of the proof of the head-count theorem
+    (Theorem 3.1), with the orthonormal basis of span{K_l} of a thin SVD.
     """
     p, d = C.shape[0], B.shape[1]
     # the lags K_l = C A^l B, l < n
     K = _checked_lags(A, B, C, n)
-    # G = [vec K_0, ..., vec K_{n-1}], up to a power of two
-    G = np.ldexp(_vec(K), -_binary_exponent(K))
+    # G = [vec K_0, ..., vec K_{n-1}] (scaled, as _scaled_vec says)
+    G = _scaled_vec(K)
     # k = dim span{K_l}: Chapter 2's rank rule, at most m = deg mu_A
     m = _minimal_polynomial_degree(A, rtol)
     k = _running_count(G, p, d, rtol, m)

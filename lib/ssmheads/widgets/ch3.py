@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation, LogLocator, MaxNLocator, NullFormatter
 
 from .._validate import check_positive_int
 from .ch2 import FAMILIES, family_system
@@ -25,6 +25,43 @@ MAX_HEADS = 6
 _STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", "-"), ("P", "--"))
 
 
+def _bottom(nonzero: np.ndarray, floor: float) -> float:
+    """Where a log axis draws its zeros: a decade below the smallest nonzero value (``floor`` if none)."""
+    return float(nonzero.min()) / 10 if nonzero.size else floor
+
+
+class _ZeroLocator(LogLocator):
+    """Log ticks above ``3 zero``, plus (for the major ticks) one at ``zero``, where zeros are drawn."""
+
+    def __init__(self, zero: float, subs=(1.0,), mark_zero: bool = True):
+        super().__init__(subs=subs)
+        self.zero, self.mark_zero = zero, mark_zero
+
+    def tick_values(self, vmin, vmax):
+        ticks = super().tick_values(vmin, vmax)
+        ticks = ticks[ticks > 3 * self.zero]
+        return np.r_[self.zero, ticks] if self.mark_zero else ticks
+
+
+def _label_zero(ax, zero: float, top: float) -> None:
+    """Label the tick at ``zero`` "0" on the log y-axis ``ax``: the triangles there are zeros, not values.
+
+    ``top`` is the largest value drawn (0 when every value is zero); below two decades above
+    ``3 zero`` the ticks are 1, 2, 5 times powers of ten, so that at least two carry numbers.
+    """
+    scientific = LogFormatterSciNotation(labelOnlyBase=False)
+    few = top > 0 and top < 300 * zero
+    ax.yaxis.set_major_locator(_ZeroLocator(zero, subs=(1.0, 2.0, 5.0) if few else (1.0,)))
+    ax.yaxis.set_minor_locator(_ZeroLocator(zero, subs=np.arange(2.0, 10.0), mark_zero=False))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FuncFormatter(
+        lambda y, pos: "0" if np.isclose(y, zero, rtol=1e-9, atol=0.0) else scientific(y, pos)))
+    if top > 0:
+        ax.set_ylim(bottom=zero / 3)
+    else:
+        ax.set_ylim(zero / 3, zero * 3)
+
+
 def _head_system(family: str, theta: float, rho: float, k: int, seed: int):
     """The explorer's system: :func:`family_system`, except that the random family has ``p = d = 3``."""
     from ..systems import random_with_lag_rank
@@ -42,13 +79,13 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     Left: optimal per-position white-noise error ``(1/n) sum_{r>H} sigma_r^2`` (weights
     ``n - l``) for every head count, on a log scale, the chosen ``H`` marked; head
     counts whose error is below ``1e-12`` of the error with no heads (zero up to
-    rounding: ``H >= k``) are drawn as triangles on the floor of the axis, not as
-    values. Middle: the coefficients ``c_h(l)`` of the optimal ``H`` heads, one marker
-    and line style per head (for the default system, ``A`` has the fixed eigenvalues
-    ``+-0.9`` and ``+-0.3``: even and odd lags lie in different two-dimensional subspaces,
-    so each head leans towards one of them, and a head dominated by a negative
-    eigenvalue's mode changes sign at every lag). Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags
-    matched to rounding drawn as triangles on the floor in the same way.
+    rounding: ``H >= k``) are drawn as triangles at the bottom of the axis, a decade
+    below the smallest nonzero value (not at ``1e-12``, which would stretch the axis
+    over empty decades), at a tick labelled 0. Middle: the coefficients ``c_h(l)`` of
+    the optimal ``H`` heads, one marker and line style per head (each is a combination
+    ``sum_m <V_h, R_m>_F lambda_m^l`` of the modal sequences of a diagonalisable ``A``).
+    Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags matched to rounding drawn
+    as triangles at the bottom in the same way.
 
     Used in Chapter 3, Section 3.8 (the figure above the explorer).
 
@@ -91,14 +128,16 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     Hs = np.arange(H_max + 1)
     floor = ZERO_FLOOR * curve[0] if curve[0] > 0 else 1.0
     zero = curve <= floor
+    bottom = _bottom(curve[~zero], floor)   # where the zeros are drawn
     a0.semilogy(Hs[~zero], curve[~zero], "o-", label="optimal error")
     if zero.any():
-        a0.semilogy(Hs[zero], np.full(zero.sum(), floor), "v", color="C2",
-                    label=f"exact (< {ZERO_FLOOR:.0e} of $H=0$)")
-    a0.plot([H], [max(curve[H], floor)], "o", ms=12, mfc="none", color="C3", label=f"chosen $H = {H}$")
+        a0.semilogy(Hs[zero], np.full(zero.sum(), bottom), "v", color="C2",
+                    label=f"zero (< {ZERO_FLOOR:.0e} of $H=0$)")
+    a0.plot([H], [curve[H] if curve[H] > floor else bottom], "o", ms=12, mfc="none", color="C3",
+            label=f"chosen $H = {H}$")
     a0.axvline(rank, color="gray", ls=":", label=f"k = {rank}")
     if zero.any():
-        a0.set_ylim(bottom=floor / 3)
+        _label_zero(a0, bottom, float(curve[~zero].max(initial=0.0)))
     a0.set_xlabel("heads $H$")
     a0.set_ylabel("error per position")
     a0.legend(fontsize=7)
@@ -115,13 +154,14 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
         a1.legend(fontsize=7)
     lag_floor = ZERO_FLOOR * float(np.sqrt(np.einsum("lpd,lpd->l", K, K)).max() or 1.0)
     missed = per_lag > lag_floor
+    lag_bottom = _bottom(per_lag[missed], lag_floor)
     if missed.any():
         a2.semilogy(np.arange(n)[missed], per_lag[missed], ".-", label="missed")
     if not missed.all():
-        a2.semilogy(np.arange(n)[~missed], np.full((~missed).sum(), lag_floor), "v", color="C2",
-                    label=f"exact (< {ZERO_FLOOR:.0e} of max $\\|K_l\\|$)")
+        a2.semilogy(np.arange(n)[~missed], np.full((~missed).sum(), lag_bottom), "v", color="C2",
+                    label=f"zero (< {ZERO_FLOOR:.0e} of max $\\|K_l\\|$)")
     if not missed.all():
-        a2.set_ylim(bottom=lag_floor / 3)
+        _label_zero(a2, lag_bottom, float(per_lag[missed].max(initial=0.0)))
     a2.legend(fontsize=7)
     a2.set_xlabel("lag $l$")
     a2.set_ylabel(r"$\|K_l-\hat K_l\|_F$")
