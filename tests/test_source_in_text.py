@@ -45,6 +45,7 @@ REQUIRED = {
     "03_head_count": ["ssmheads.heads._exact_heads", "ssmheads.heads._best_heads"],
     "04_gradient_highway": ["ssmheads.gradients._jacobian_row", "ssmheads.gradients._delay_loss_grad"],
     "05_architectures": ["ssmheads.architectures._ssd_chunked", "ssmheads.architectures._selective_scan"],
+    "06_tradeoff": ["ssmheads._bench_models._attention_forward", "ssmheads._bench_models._mamba2_forward"],
 }
 #: At most this many lines of logic (not docstring, comment or blank) in a listing.
 MAX_LOGIC_LINES = 30
