@@ -64,8 +64,8 @@ def hidden_ema(ema_operator):
         kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
         assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
         assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
-            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 of the largest one: "
-            "build it in float64, NumPy's default")
+            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 (relative to the "
+            "largest entry when that exceeds 1): build it in float64, NumPy's default")
         assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
         bad = ~np.isfinite(got)
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
@@ -245,6 +245,10 @@ def hidden_residual(residual_operator):
                 hint = "; the residual connection is missing: add the identity to the diagonal blocks W_ii"
             elif np.abs(got - (expected - identity + np.eye(d))).max() <= 1e-9 * scale:
                 hint = "; the identity is added to every block; it belongs to the diagonal blocks (i == j) only"
+            elif np.abs(got - (expected - identity + np.tril(np.ones((n, n)))[:, :, None, None]
+                                * np.eye(d))).max() <= 1e-9 * scale:
+                hint = ("; the identity is added to every block with j <= i; it belongs to the diagonal "
+                        "blocks (i == j) only")
             elif np.allclose(np.einsum("ijpd,jd->ip", got, X), mha.forward(X) + X, rtol=1e-9, atol=1e-9 * scale):
                 hint = ("; your operator reproduces MHA(X) + X on X, but it is another interaction form of that map, "
                         "not its natural operator sum_h alpha^h_ij V_h + delta_ij I")

@@ -126,6 +126,9 @@ WRONG = {
         "wrong shape": (lambda mha, X: residual_operator(mha, X)[..., 0], "expected shape (3, 3, 2, 2); got shape (3, 3, 2)"),
         "no residual": (lambda mha, X: mha.interaction(X), "off by delta_ij I"),
         "residual everywhere": (lambda mha, X: mha.interaction(X) + np.eye(mha.d), "added to every block"),
+        "residual in the lower triangle": (
+            lambda mha, X: mha.interaction(X) + np.tril(np.ones((len(X),) * 2))[:, :, None, None] * np.eye(mha.d),
+            "every block W_ij with j <= i"),
     },
 }
 WRONG_CASES = [(key, case, *WRONG[key][case]) for key in WRONG for case in WRONG[key]]

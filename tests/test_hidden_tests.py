@@ -525,6 +525,9 @@ def test_the_chapter_1_hidden_tests_give_the_visible_checks_hints():
     assert "another interaction form of that map" in fails(residual, trivial)
     assert "missing" in fails(residual, lambda mha, X: np.asarray(right_residual(mha, X)) - np.eye(X.shape[0])[
         :, :, None, None] * np.eye(X.shape[1]))
+    assert "every block with j <= i" in fails(residual, lambda mha, X: np.asarray(right_residual(mha, X)) - np.eye(
+        X.shape[0])[:, :, None, None] * np.eye(X.shape[1]) + np.tril(np.ones((X.shape[0],) * 2))[:, :, None, None]
+        * np.eye(X.shape[1]))
 
 
 @pytest.mark.parametrize("label", list(PASSES_VISIBLE))

@@ -29,7 +29,8 @@ def _float64(got, shape: tuple, what: str) -> np.ndarray:
         dtype = None
     if dtype is not None and np.issubdtype(dtype, np.floating) and np.finfo(dtype).eps > 1e-10:
         raise _Fail(f"{what}: your array holds {dtype} (about {np.finfo(dtype).precision} digits), and the "
-                    "check compares entries to 1e-9 of the largest one: build it in float64, NumPy's default")
+                    "check compares entries to 1e-9 (relative to the largest entry when that exceeds 1): "
+                    "build it in float64, NumPy's default")
     return _numeric(got, shape, what)
 
 
@@ -160,6 +161,9 @@ def _compare_residual(out, mha: MultiHeadAttention, X: np.ndarray, expected: np.
     if close(got, expected - identity + np.eye(d)):
         raise _Fail(f"{label}: the identity is added to every block W_ij; the residual connection "
                     "y_i = ... + x_i adds it to the diagonal blocks (i == j) only")
+    if close(got, expected - identity + np.tril(np.ones((n, n)))[:, :, None, None] * np.eye(d)):
+        raise _Fail(f"{label}: the identity is added to every block W_ij with j <= i; the residual "
+                    "connection y_i = ... + x_i adds it to the diagonal blocks (i == j) only")
     where = tuple(int(k) for k in np.argwhere(np.abs(got - expected) > 1e-9 * scale)[0])
     entry = f"{label}: {_entry_message(got, expected, where)} ({_INDICES})"
     y = mha.forward(X) + X
@@ -178,8 +182,9 @@ def check_residual_operator(residual_operator: Callable[[MultiHeadAttention, np.
 
     The answer is a function ``residual_operator(mha, X)`` returning ``(n, n, d, d)``,
     the natural operator ``sum_h alpha^h_ij V_h + delta_ij I``; the layer must have
-    ``p = d``. A missing or misplaced identity, and another interaction form of the
-    same map, each get their own message.
+    ``p = d``. A missing identity, one added to every block or to every block with
+    ``j <= i``, and another interaction form of the same map each get their own
+    message.
     """
     cases = []
     for seed, (H, d, n) in enumerate(((1, 2, 3), (2, 3, 6), (4, 2, 9))):
