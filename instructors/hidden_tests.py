@@ -402,8 +402,23 @@ def hidden_three_dims(three_dimensional_system):
                 "directions clearly independent (and any fourth exactly absent)")
         profile.append(int(np.sum(s > 1e-10 * top)) if top > 0 else 0)
     want = [min(n, 3) for n in range(1, n_max + 1)]
+    hint = ""
+    if profile != want:
+        rank_b, rank_c = int(np.linalg.matrix_rank(B)), int(np.linalg.matrix_rank(C))
+        m = sh.minimal_polynomial_degree(A) if N else 0
+        bound = min(rank_b * rank_c, m)
+        if max(profile) > 3:
+            hint = (". k exceeds 3: something must cap k at 3, for instance m = 3 (Proposition 2.1 (c)), or lags "
+                    "that stay in a 3-dimensional space of 2 x 2 matrices (symmetric ones: A symmetric and C = B^T)")
+        elif bound < 3:
+            hint = (f". k stays below 3: the bound min(rank B rank C, m) = {bound} binds "
+                    f"(rank B = {rank_b}, rank C = {rank_c}, m = {m})")
+        else:
+            hint = (f". k stays below 3 although min(rank B rank C, m) = {bound} allows 3: your lags are dependent. "
+                    "For a diagonal A, K_l = sum_s lambda_s^l c_s b_s^T (c_s column s of C, b_s^T row s of B): "
+                    "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?")
     assert profile == want, (f"{name}: from the SSM's impulse responses, k(1..{n_max}) should be {want}; "
-                             f"yours is {profile}")
+                             f"yours is {profile}{hint}")
     W = sh.LinearSSM(A, B, C).interaction(np.zeros((10, 2)))
     rank = sh.interaction_rank(W.reshape(-1, 2, 2))
     assert rank == 3, (f"{name}: the interaction operator of your SSM on n = 10 tokens should have interaction "

@@ -342,18 +342,57 @@ def test_designs_whose_profile_grows_again_after_n_7_fail():
     result = check_rank_three_system(_grows_again_at_8)
     assert result.status == FAILED
     assert "k(1..11) should be [1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3]" in result.message
-    assert "what caps k at 3? (m, or the ranks of B and C)" in result.message
+    assert "k exceeds 3: something must cap k at 3, for instance m = 3" in result.message
 
     A, B, C = _plateau_grows_again_at_8()
     assert [lag_span_dimension(A, B, C, n) for n in range(1, 13)] == [1, 1, 1, 2, 2, 2, 2] + [3] * 5
     result = check_long_plateau(_plateau_grows_again_at_8)
     assert result.status == FAILED
     assert "k(1..12) should be [1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2]" in result.message
+    assert "k exceeds 2: every later lag must stay in span{K_0, K_3}" in result.message
 
 
 def test_rank_three_hint_when_k_stays_below_three():
     result = check_rank_three_system(_rank_two_system)
     assert "k stays below 3" in result.message
+
+
+def test_rank_three_hint_names_the_binding_bound_or_dependent_terms():
+    """A rank-one B: the bound min(rank B rank C, m) = 2 binds. Terms E11, E22, E11: the bounds allow 3
+    (m = 3, rank B = rank C = 2), so the hint asks whether the rank-one terms are independent."""
+    low = check_rank_three_system(lambda: (np.diag([0.9, 0.5, -0.3]), np.ones((3, 2)), np.eye(2, 3)))
+    assert "the bound min(rank B rank C, m) = 2 binds (rank B = 1, rank C = 2, m = 3)" in low.message
+    B = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    dependent = check_rank_three_system(lambda: (np.diag([0.8, 0.3, -0.5]), B, B.T.copy()))
+    assert dependent.status == FAILED and "yours is [1, 2, 2, 2, 2, 2, 2]" in dependent.message
+    assert "min(rank B rank C, m) = 3 allows 3: your lags are dependent" in dependent.message
+    assert "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?" in dependent.message
+
+
+def test_rank_three_passes_a_symmetric_system_with_m_four():
+    """A symmetric A and C = B^T give symmetric lags, a 3-dimensional space: k = min(n, 3) with m = 4."""
+    A, B = np.diag([0.9, 0.5, -0.3, 0.1]), np.array([[1.0, 2.0], [0.0, 1.0], [3.0, -1.0], [1.0, 1.0]])
+    result = check_rank_three_system(lambda: (A, B, B.T.copy()))
+    assert result.status == PASSED, result
+
+
+@pytest.mark.parametrize("answer, hint", [
+    (lambda: (plateau().A, plateau().B, plateau().C),
+     "k grows at n = 3, too early: K_1 and K_2 must be multiples of K_0, and K_3 must not be"),
+    (lambda: (0.5 * np.eye(3), np.ones((3, 1)), np.eye(3)[:2]),
+     "k never reaches 2: K_3 must leave the line of K_0; here m = 1 (N = 3), and k can grow only at some n <= m <= N"),
+    (lambda: (np.eye(4, k=-1), np.eye(4)[:, :1], np.zeros((2, 4))), "K_0 = C B is zero, so k(1) = 0"),
+], ids=["Example 2.1", "m = 1", "K_0 = 0"])
+def test_long_plateau_hints_say_what_is_wrong(answer, hint):
+    result = check_long_plateau(answer)
+    assert result.status == FAILED and hint in result.message
+
+
+@pytest.mark.parametrize("out", ["1", True, np.True_], ids=["str", "bool", "numpy bool"])
+def test_lag_span_answer_that_is_not_an_int_is_told_to_return_an_int(out):
+    result = check_lag_span_dimension(lambda A, B, C, n: out)
+    assert result.status == FAILED and "expected an integer" in result.message
+    assert "return an int" in result.message
 
 
 def test_passing_designs_report_the_length_checked():

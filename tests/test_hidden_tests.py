@@ -530,6 +530,26 @@ def test_the_chapter_1_hidden_tests_give_the_visible_checks_hints():
         * np.eye(X.shape[1]))
 
 
+def test_the_chapter_2_hidden_test_gives_the_visible_checks_hints():
+    """Exercise 2.2: the binding bound, dependent rank-one terms, and a k above 3 get the visible check's hints;
+    a symmetric system (k = 3 with m = 4) passes both."""
+    (three,) = HIDDEN["ex-three-dims"]
+    low = lambda: (np.diag([0.9, 0.5, -0.3]), np.ones((3, 2)), np.eye(2, 3))   # noqa: E731
+    B = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    dependent = lambda: (np.diag([0.8, 0.3, -0.5]), B, B.T.copy())   # noqa: E731
+    rng = np.random.default_rng(0)
+    generic = (np.diag([0.9, 0.5, -0.3, 0.1]), rng.standard_normal((4, 2)), rng.standard_normal((2, 4)))
+    for answer, words in ((low, "the bound min(rank B rank C, m) = 2 binds (rank B = 1, rank C = 2, m = 3)"),
+                          (dependent, "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?"),
+                          (lambda: generic, "k exceeds 3: something must cap k at 3, for instance m = 3")):
+        assert words in fails(three, answer)
+        assert words in exercises.check_rank_three_system(answer).message
+    Bs = np.array([[1.0, 2.0], [0.0, 1.0], [3.0, -1.0], [1.0, 1.0]])
+    symmetric = lambda: (np.diag([0.9, 0.5, -0.3, 0.1]), Bs, Bs.T.copy())   # noqa: E731
+    fresh(three)(symmetric)
+    assert exercises.check_rank_three_system(symmetric)
+
+
 @pytest.mark.parametrize("label", list(PASSES_VISIBLE))
 def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label):
     check, answer, words = PASSES_VISIBLE[label]

@@ -650,7 +650,7 @@ def test_k_and_m_agree_for_nearly_equal_eigenvalues(delta):
 def test_decaying_pair_stays_resolved_at_long_lengths():
     """Referee's example: diag(0.5, 0.5 + 1e-12) once gave k(1024) = 2 but k(4096) = 1."""
     A, B, C = _system(diagonal([0.5, 0.5 + 1e-12]))
-    assert [lag_span_dimension(A, B, C, n) for n in (2, 1024, 4096)] == [2, 2, 2]
+    assert [lag_span_dimension(A, B, C, n) for n in (2, 1024, 4096, 8192)] == [2, 2, 2, 2]
 
 
 def test_three_eigenvalue_cluster_profiles_are_monotone():

@@ -21,7 +21,7 @@ For a *sequence* of spans, the lag spans ``span{K_0, ..., K_{l-1}}`` for
 grows with ``l`` and with the largest singular value, while the singular values
 of a decaying direction level off, so a direction resolved by the first lags can
 fall below the threshold of a longer list (``diag(0.5, 0.5 + 1e-12)``: count 2 at
-``n = 1024``, 1 at ``n = 4096``). Yet the first ``l`` lags are columns of every
+``n = 1024``, 1 at ``n = 8192``). Yet the first ``l`` lags are columns of every
 longer lag matrix, and by interlacing ``sigma_r(G_n) >= sigma_r(G_l)`` (``G_n G_n^T``
 is ``G_l G_l^T`` plus a positive semidefinite matrix, which lowers no eigenvalue): a
 set of lags that is numerically independent stays so, only the yardstick grew. So:
@@ -40,7 +40,9 @@ can land on opposite sides (in a sweep of ``diag(0.5, 0.5 + delta)`` the lag
 count exceeded the power count in a few cases, all with ``delta`` below
 ``1e-14``; how many depends on the BLAS). There both answers are exact for systems within rounding distance
 of the data, and the library reports the pair that one system has: ``m`` and
-``min(count, m)``. Away from that limit the cap never acts.
+``min(count, m)``. Away from that limit, and when the lags are computed to about
+machine precision (normal or mildly non-normal ``A``; see
+:func:`lag_span_dimension`), the cap never acts.
 
 A cluster of ``c`` eigenvalues of relative spread ``delta`` contributes a
 singular value of order ``delta^(c-1)``, so it is resolved only when

@@ -58,6 +58,9 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
 
     def expect(k, hint=""):
         def test(out, label):
+            if isinstance(out, (str, bytes, bool, np.bool_)):
+                raise _Fail(f"{label}: expected an integer; got {type(out).__name__} {out!r}: "
+                            "return an int, such as int(np.sum(s > tol * s[0]))")
             try:
                 value = int(out)
             except (TypeError, ValueError, OverflowError):
@@ -77,7 +80,7 @@ def check_lag_span_dimension(lag_span_dimension: Callable) -> CheckResult:
 
 
 def _system_profile(make_system: Callable, label: str, p: int | None, d: int | None, n_min: int):
-    """Call the student's system factory; return its k(1..n) for ``n = max(N, n_min)``.
+    """Call the student's system factory; return its k(1..n) for ``n = max(N, n_min)`` and (A, B, C).
 
     The profile is checked up to at least the state size ``N``: ``k`` can grow at
     any ``n <= m <= N`` (Chapter 2's plateau), so a shorter check would accept a
@@ -98,28 +101,43 @@ def _system_profile(make_system: Callable, label: str, p: int | None, d: int | N
         raise _Fail(f"{label}: expected p = {p} output and d = {d} input channels; got p = {ssm.p}, d = {ssm.d}")
     if not ssm.spectral_radius < 1:
         raise _Fail(f"{label}: the system must be stable (spectral radius < 1); got {ssm.spectral_radius:.3g}")
-    return _lag_span_profile(ssm.A, ssm.B, ssm.C, max(ssm.N, n_min), None).tolist()
+    profile = _lag_span_profile(ssm.A, ssm.B, ssm.C, max(ssm.N, n_min), None).tolist()
+    return profile, (ssm.A, ssm.B, ssm.C)
+
+
+def _rank(M: np.ndarray) -> int:
+    return int(np.linalg.matrix_rank(M))
+
+
+def _degree(A: np.ndarray) -> int:
+    from ..span import _minimal_polynomial_degree
+
+    return _minimal_polynomial_degree(A, None)
 
 
 def _check_design(exercise: str, make_system: Any, p, d, target: Callable[[int], int], n_min: int,
-                  summary: str, hint: Callable[[list[int]], str] | None = None) -> CheckResult:
-    """``target(n)`` is the required k(n); the profile is checked for n = 1..max(N, n_min)."""
+                  summary: str, hint: Callable[..., str] | None = None) -> CheckResult:
+    """``target(n)`` is the required k(n); the profile is checked for n = 1..max(N, n_min).
+
+    ``hint(profile, A, B, C)`` (the checked arrays) says what is wrong when the profile is.
+    """
     if _is_stub(make_system):
         return CheckResult(exercise, NOT_ATTEMPTED, "replace the stub with your answer, then run this cell again")
     if not callable(make_system):
         return CheckResult(exercise, FAILED, f"expected a function; got {type(make_system).__name__}")
     label = f"{getattr(make_system, '__name__', 'your function')}()"
     try:
-        profile = _system_profile(make_system, label, p, d, n_min)
+        found = _system_profile(make_system, label, p, d, n_min)
     except _Fail as failure:
         return CheckResult(exercise, FAILED, str(failure))
-    if profile is NOT_ATTEMPTED:
+    if found is NOT_ATTEMPTED:
         return CheckResult(exercise, NOT_ATTEMPTED, "your function returns nothing yet; fill in its body")
+    profile, system = found
     want = [target(n) for n in range(1, len(profile) + 1)]
     if profile != want:
-        extra = f" {hint(profile)}" if hint is not None and hint(profile) else ""
+        said = hint(profile, *system) if hint is not None else ""
         return CheckResult(exercise, FAILED,
-                           f"k(1..{len(want)}) should be {want}; yours is {profile}.{extra}")
+                           f"k(1..{len(want)}) should be {want}; yours is {profile}.{' ' + said if said else ''}")
     return CheckResult(exercise, PASSED, summary.format(n=len(want), profile=want))
 
 
@@ -132,11 +150,19 @@ def check_rank_three_system(make_system: Callable) -> CheckResult:
 
     Used in Chapter 2, Exercise 2.2.
     """
-    def hint(profile):
+    def hint(profile, A, B, C):
+        bound = min(_rank(B) * _rank(C), _degree(A))
         if max(profile) > 3:
-            return "k exceeds 3: what caps k at 3? (m, or the ranks of B and C)"
+            return ("k exceeds 3: something must cap k at 3, for instance m = 3 (Proposition 2.1 (c)), or "
+                    "lags that stay in a 3-dimensional space of 2 x 2 matrices (symmetric ones: A symmetric "
+                    "and C = B^T)")
+        if max(profile) < 3 and bound < 3:
+            return (f"k stays below 3: the bound min(rank B rank C, m) = {bound} binds "
+                    f"(rank B = {_rank(B)}, rank C = {_rank(C)}, m = {_degree(A)})")
         if max(profile) < 3:
-            return "k stays below 3: which bound binds? (m, or the ranks of B and C)"
+            return (f"k stays below 3 although min(rank B rank C, m) = {bound} allows 3: your lags are dependent. "
+                    "For a diagonal A, K_l = sum_s lambda_s^l c_s b_s^T (c_s column s of C, b_s^T row s of B): "
+                    "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?")
         return ""
 
     return _check_design("Chapter 2: three dimensions from two channels", make_system, 2, 2,
@@ -152,5 +178,21 @@ def check_long_plateau(make_system: Callable) -> CheckResult:
 
     Used in Chapter 2, Exercise 2.3.
     """
+    def hint(profile, A, B, C):
+        if profile[0] == 0:
+            return "K_0 = C B is zero, so k(1) = 0: K_0 must be nonzero"
+        if max(profile[:3]) > 1:
+            grows = 1 + next(i for i, k in enumerate(profile) if k > 1)
+            return (f"k grows at n = {grows}, too early: K_1 and K_2 must be multiples of K_0, and K_3 must "
+                    "not be (k can grow only at some n <= m <= N, so this needs m >= 4)")
+        if max(profile) < 2:
+            m = _degree(A)
+            extra = (f"; here m = {m} (N = {A.shape[0]}), and k can grow only at some n <= m <= N"
+                     if m < 4 else "")
+            return f"k never reaches 2: K_3 must leave the line of K_0{extra}"
+        if max(profile) > 2:
+            return "k exceeds 2: every later lag must stay in span{K_0, K_3}"
+        return ""
+
     return _check_design("Chapter 2: a longer plateau", make_system, None, None,
-                         lambda n: 1 if n <= 3 else 2, 7, "stable, and k(1..{n}) = {profile}")
+                         lambda n: 1 if n <= 3 else 2, 7, "stable, and k(1..{n}) = {profile}", hint)

@@ -110,7 +110,8 @@ def rank_explorer_figure(family: str = "rotation", n: int = 12, theta: float = 1
     left.set_title("singular values of the lag matrix")
     left.xaxis.set_major_locator(MaxNLocator(integer=True))
     lengths = np.arange(1, n + 1)
-    right.step(lengths, bound, where="mid", color="gray", ls="--", label=r"bound $\min(n, \mathrm{rk}B\,\mathrm{rk}C, m)$")
+    right.step(lengths, bound, where="mid", color="gray", ls="--",
+               label=r"bound $\min(n,\,\mathrm{rank}\,B\cdot\mathrm{rank}\,C,\,m)$")
     right.plot(lengths, profile, "o", label="$k(n)$")
     right.set_xlabel("sequence length $n$")
     right.set_ylabel("dimension")
