@@ -2,8 +2,8 @@
 
 The twin tests are the bench's contract with the rest of the library: each trainable JAX
 layer computes, on the same weights and in float64, the forward pass of the numpy layers
-of ``ssmheads.architectures`` (and ``models``, ``heads``), to 1e-10 relative. The margins
-seen here are below 1e-14 (``test_twin_margins_are_printed`` reports them).
+of ``ssmheads.architectures`` (and ``models``, ``heads``). The requirement is 1e-10
+relative; the tests assert 1e-13, as the gaps seen are below 1e-14.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ssmheads.heads import head_count_curve, white_noise_weights
 
 pytest.importorskip("jax")
 
-TOL = 1e-10
+TOL = 1e-13  # the requirement is 1e-10; the gaps seen are below 1e-14
 
 
 def _perturbed(architecture, task, seed=3):
@@ -98,20 +98,6 @@ def test_attention_content_plus_bias_is_alibi():
         assert _gap(Y[b], layer.forward(X[b])) < TOL
 
 
-def test_twin_margins_are_far_below_the_tolerance():
-    """The largest gap over all architectures and tasks, on three seeds, is below 1e-13 (the test allows 1e-10)."""
-    worst = 0.0
-    for architecture, task in TWINS:
-        for seed in (3, 7, 11):
-            spec, shape, P = _perturbed(architecture, task, seed)
-            P = _switch_off_position(architecture, P)
-            X = _inputs(task)
-            Y = _jax_forward(spec, P, X)
-            layer = spec.layer(P, shape)
-            worst = max(worst, max(_gap(Y[b], layer.forward(X[b])) for b in range(X.shape[0])))
-    assert worst < 1e-13, worst
-
-
 def test_names_and_counts():
     assert bench.ARCHITECTURES[:5] == [f"attention-{H}" for H in range(1, 6)]
     assert {"linear-attention", "retention", "s4d", "s5", "mamba", "mamba2", "hybrid"} <= set(bench.ARCHITECTURES)
@@ -183,20 +169,22 @@ def test_a_short_run_is_a_prefix_of_a_long_one():
     assert np.array_equal(short.losses, long.losses[:5])
 
 
-@pytest.mark.parametrize("architecture", bench.ARCHITECTURES)
-def test_every_architecture_trains_on_every_task(architecture):
-    for task, L in (("emulation", 3), ("delay", 5), ("selective-copy", 7)):
-        r = bench.train(architecture, task, L, seed=0, steps=2)
-        assert r.losses.shape == (3,) and np.all(np.isfinite(r.losses))
-        assert np.isfinite(r.test_loss) and r.jacobian_init >= 0 and r.jacobian_final >= 0
-        assert r.parameters == bench.parameter_count(architecture, task)
+ROTATION = [(a, bench.TASKS[i % 3]) for i, a in enumerate(bench.ARCHITECTURES)]
+
+
+@pytest.mark.parametrize("architecture, task", ROTATION, ids=[f"{a}-{t}" for a, t in ROTATION])
+def test_every_architecture_trains(architecture, task):
+    """One task per architecture, in rotation (each pair costs a compilation; the committed
+    sweep trained every pair, and the twin tests cover every pair's forward pass)."""
+    r = bench.train(architecture, task, {"emulation": 3, "delay": 5, "selective-copy": 7}[task], seed=0, steps=2)
+    assert r.losses.shape == (3,) and np.all(np.isfinite(r.losses))
+    assert np.isfinite(r.test_loss) and r.jacobian_init >= 0 and r.jacobian_final >= 0
+    assert r.parameters == bench.parameter_count(architecture, task)
 
 
 def test_jacobian_is_the_targets_after_an_exact_fit():
-    """Set an S5 to (nearly) the delay target by hand? Instead: the Jacobian of the exact LTI model is K_L.
-
-    A trained run's Jacobian is a measurement; here the definition is checked on a model
-    whose Jacobian is known: an attention head that copies the token at lag L."""
+    """The bench's Jacobian on a model whose Jacobian is known: one head that copies the token
+    at lag L with the value map 2 I (scores +-50, so the weight on lag L is 1 to rounding)."""
     spec = models.REGISTRY["attention-1"]
     shape = bench._task("delay").shape
     P = spec.init(np.random.default_rng(0), shape)
@@ -268,4 +256,4 @@ def test_results_file_reproduces_a_prefix():
     data = bench.load_results()
     run = next(r for r in data["runs"] if (r["architecture"], r["task"]) == ("s5", "delay"))
     again = bench.loss_curve("s5", "delay", run["distance"], seed=run["seed"], steps=20)
-    assert np.allclose(again, run["losses"][:21], rtol=2e-6, atol=0)  # the file keeps 6 digits
+    assert np.allclose(again, run["losses"][:21], rtol=1e-5, atol=0)  # the file keeps 6 digits

@@ -25,7 +25,8 @@ import numpy as np
 
 from ._validate import (as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size,
                         check_total)
-from .models import _NO_OPERATOR, MAX_LAGS, Convolution, LinearSSM, MultiHeadAttention, PositionwiseLinear, _Layer
+from .models import (_NO_OPERATOR, MAX_LAGS, MAX_PAIRS, Convolution, LinearSSM, MultiHeadAttention,
+                     PositionwiseLinear, _Layer)
 from .numerics import relative_gap
 from .operator import _toeplitz
 from .span import EPS, _lag_span_dimension, _rank_from, _scaled_columns
@@ -135,10 +136,9 @@ _BLOCK_ENTRIES = 2**22
 #: A block's working set, in units of its size: the scores, the causal mask, the weights and the
 #: temporaries of the softmax (or of the decay mask).
 _BLOCK_ARRAYS = 6
-#: Most weights ``alpha_ij`` (``j <= i``) that one parallel ``forward`` of a single head forms, in
-#: blocks: ``2^26`` (a sequence of about 11600 tokens, a few seconds here). Longer sequences are
-#: refused; the recurrent and chunkwise forms of linear attention and retention have no such limit.
-MAX_PAIRS = 2**26
+# MAX_PAIRS (from models): the most weights alpha_ij (j <= i) that one parallel forward of a single
+# head forms, in blocks (a sequence of 8191 tokens). Longer sequences are refused; the
+# recurrent and chunkwise forms of linear attention and retention have no such limit.
 
 
 def _row_blocks(n: int):
@@ -1372,13 +1372,15 @@ class Mamba2(_Layer):
         return self._coefficients(self._input(X))
 
     def _coefficient_entries(self, n: int) -> float:
-        """Numbers held by :meth:`coefficients` at its peak: the segment sums, their masked copies and the
-        weights (``heads x n x n`` each), and ``C B^T`` (``n x n``)."""
-        return (3.0 * self.heads + 2.0) * n * n + float(n) * (3 * self.d_inner + 4 * self.heads + 2 * self.N)
+        """Numbers held by :meth:`coefficients` at its peak: the weights (``heads x n x n``) and one block
+        of rows of the segment sums, their decays and ``C B^T``."""
+        return float(self.heads) * n * n + _BLOCK_ARRAYS * min(_BLOCK_ENTRIES, float(self.heads) * n * n) \
+            + float(n) * (3 * self.d_inner + 4 * self.heads + 2 * self.N)
 
     def _interaction_entries(self, n: int) -> float:
-        """Numbers held by :meth:`interaction`: the coefficients' peak, or ``alpha`` and ``W``."""
-        return max(self._coefficient_entries(n), float(n) * n * (self.heads + self.p * self.d))
+        """Numbers held by :meth:`interaction`: the coefficients' peak, or ``alpha``, its copy for the
+        product over the heads, and ``W``."""
+        return max(self._coefficient_entries(n), float(n) * n * (2 * self.heads + self.p * self.d))
 
     def _coefficients(self, X):
         n = X.shape[0]
@@ -1386,8 +1388,25 @@ class Mamba2(_Layer):
         check_total("X", self._coefficient_entries(n), "the weights alpha and the segment sums they are built "
                     "from", _NO_OPERATOR)
         _, Delta, log_a, Bt, Ct = self._projections(X)
+        la, dt = log_a.T, Delta.T  # (heads, n)
+        alpha = np.zeros((self.heads, n, n))
+        # L_ts = exp(sum_{r=s+1}^t log a_r), block of rows by block of rows (the columns s < b of rows
+        # [a, b)): the block's running sums of log a_r plus those carried from the row above it. Every
+        # term is <= 0, so each sum is accurate relative to itself, as in _segsum.
+        carry = np.zeros((self.heads, 1, 0))  # sum_{r=s+1}^{a-1} log a_r of the row above (s < a)
+        rows = max(1, _BLOCK_ENTRIES // (self.heads * n))
         with np.errstate(under="ignore", over="ignore", invalid="ignore"):
-            alpha = np.exp(_segsum(log_a.T)) * Delta.T[:, None, :] * (Ct @ Bt.T)[None]
+            for a in range(0, n, rows):
+                b = min(a + rows, n)
+                strict = np.arange(a, b)[:, None] > np.arange(b)[None, :]  # r > s
+                seg = np.cumsum(np.where(strict, la[:, a:b, None], 0.0), axis=1)
+                seg[:, :, :a] += carry
+                carry = seg[:, -1:, :]
+                causal = np.arange(a, b)[:, None] >= np.arange(b)[None, :]  # s <= t
+                block = np.exp(seg, where=causal, out=np.zeros_like(seg))
+                block *= dt[:, None, :b]
+                block *= Ct[a:b] @ Bt[:b].T
+                alpha[:, a:b, :b] = block
         return _finite_or_raise(alpha, _scale_message("a weight L Delta C^T B"))
 
     def value_maps(self) -> np.ndarray:
@@ -1402,7 +1421,8 @@ class Mamba2(_Layer):
         n = X.shape[0]
         check_allocation("X", (n, n, self.p, self.d), "the operator W", _NO_OPERATOR)
         _check_operator_total(n, self)
-        return np.einsum("hts,hpd->tspd", self._coefficients(X), self.value_maps())
+        # W[t, s] = sum_h alpha[h, t, s] V_h: one product over the heads
+        return np.tensordot(self._coefficients(X), self.value_maps(), axes=(0, 0))
 
 
 # ----------------------------------------------------------------------------------------------

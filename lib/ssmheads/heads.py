@@ -473,8 +473,9 @@ def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray,
 
 
 #: Largest Stein equation :func:`stationary_residual` solves: size ``N min(p, d)``. Its dense
-#: solver costs ``O((N min(p, d))^3)`` and is solved twice (iterative refinement): about 2 s at 512.
-MAX_STEIN_SIZE = 512
+#: solver costs ``O((N min(p, d))^3)`` and is solved twice (iterative refinement): about half a
+#: second at 384 here (2 s at 512).
+MAX_STEIN_SIZE = 384
 #: Largest ``p d`` :func:`stationary_residual` accepts: it takes the eigenvalues of the
 #: ``p d x p d`` matrix ``M_inf`` (about 0.5 s at 2048).
 MAX_STATIONARY_OUTPUT = 2048
@@ -524,7 +525,7 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
         If ``A`` has spectral radius ``>= 1`` (the message gives it), if the residual
         overflows (``B`` and ``C`` too large, or ``A`` so non-normal that the Stein
         solution overflows, naming ``A``), if an array would exceed 1 GiB, if the Stein
-        equation has size ``N min(p, d)`` above ``MAX_STEIN_SIZE`` (512, naming ``A``),
+        equation has size ``N min(p, d)`` above ``MAX_STEIN_SIZE`` (384, naming ``A``),
         or if ``p d`` exceeds ``MAX_STATIONARY_OUTPUT`` (2048, naming ``B and C``).
     """
     A, B, C, _ = _check_system(A, B, C)
@@ -542,14 +543,17 @@ def stationary_residual(A, B, C, H_max: int) -> np.ndarray:
     else:  # state vec((A^T)^l C^T) of size N p, output (I_p kron B^T) x_l = vec K_l^T
         step, start, out = A.T, Cs.T, Bs.T
     r = start.shape[1]
-    if N * r > MAX_STEIN_SIZE:
-        raise ValueError(f"A is too large for stationary_residual: the Stein equation has size N min(p, d) = "
-                         f"{N} x {r} = {N * r}, above MAX_STEIN_SIZE = {MAX_STEIN_SIZE} (its dense solve costs "
-                         "O(size^3)); use a smaller state size N, or head_count_curve on lags of a long n")
     if p * d > MAX_STATIONARY_OUTPUT:
         raise ValueError(f"B and C are too wide for stationary_residual: p d = {p} x {d} = {p * d} is above "
                          f"MAX_STATIONARY_OUTPUT = {MAX_STATIONARY_OUTPUT} (it takes the eigenvalues of a "
                          "p d x p d matrix); use fewer inputs d or outputs p")
+    if N * r > MAX_STEIN_SIZE:
+        # the larger factor of the size is the one to blame: the state size N (A) or min(p, d) (B and C)
+        blame = "A is too large" if N >= r else "B and C are too wide"
+        raise ValueError(f"{blame} for stationary_residual: the Stein equation has size N min(p, d) = "
+                         f"{N} x {r} = {N * r}, above MAX_STEIN_SIZE = {MAX_STEIN_SIZE} (its dense solve costs "
+                         "O(size^3)); use a smaller state size N or fewer inputs d or outputs p, or "
+                         "head_count_curve on lags of a long n")
     instead = "use a smaller state size N or fewer inputs and outputs (min(p, d) sets the size N min(p, d))"
     check_allocation("B and C", (N * r, N * r), "the Stein solution Q", instead)
     check_allocation("B and C", (p * d, p * d), "the matrix M_inf", "use smaller p and d")
@@ -730,8 +734,8 @@ MAX_FIT_SCALE = 1e100
 #: Work limit of one :func:`fit_heads` call, in floating-point operations:
 #: ``steps * (4 batch n^2 d p + 8 H n p d + FIT_STEP_OVERHEAD)``, the two products with the
 #: shifted inputs, the head updates and the fixed cost of one step (about 0.1 ms here, counted
-#: as 2e5 operations). 5e9 is a few seconds on one core; the book's largest call is 1e9.
-MAX_FIT_WORK = 5e9
+#: as 2e5 operations). 1e9 is about a second on one core; the book's largest call is 7e8.
+MAX_FIT_WORK = 1e9
 FIT_STEP_OVERHEAD = 2e5
 
 
@@ -748,8 +752,8 @@ def _check_fit_size(n: int, p: int, d: int, H: int, steps: int, batch: int) -> N
         lead = max(terms, key=terms.get)
         sizes = f"steps = {steps}, batch = {batch}, H = {H} and the n = {n} lags of K"
         raise ValueError(f"{lead} is too large: {sizes} would take about "
-                         f"{work:.1e} floating-point operations, above the limit of {MAX_FIT_WORK:.0e} (a few "
-                         "seconds); use fewer steps, a smaller batch or fewer heads")
+                         f"{work:.1e} floating-point operations, above the limit of {MAX_FIT_WORK:.0e} (about a "
+                         "second); use fewer steps, a smaller batch or fewer heads")
 
 
 # ---------------------------------------------------------------- nonnegative and softmax heads

@@ -16,9 +16,10 @@ from .operator import _toeplitz
 #: Python loop, about 2 s per million lags); beyond it a ``ValueError`` says so.
 MAX_LAGS = 2**20
 #: Most attention weights ``alpha_ij`` one ``forward`` of an attention layer forms (row block by
-#: row block): ``2^26``, summed over the heads and over the pairs a causal layer attends to (a
-#: single causal head of about 11600 tokens; a few seconds here). Longer inputs are refused.
-MAX_PAIRS = 2**26
+#: row block): ``2^25``, summed over the heads and over the pairs a causal layer attends to (a
+#: single causal head of 8191 tokens, two heads of 4096; a second or two here). Longer inputs are
+#: refused.
+MAX_PAIRS = 2**25
 #: Most updates of the state blocks :meth:`ElmanRNN.interaction` makes (``n^2 N d (p + 2)``):
 #: 1e8, about a second here (``n`` near 2000 for ``N = 3``, ``d = p = 2``).
 MAX_RNN_WORK = 1e8

@@ -206,6 +206,14 @@ def toeplitz_deviation(W) -> float:
     return scale * float(np.max(np.abs(W[1:, 1:] / scale - W[:-1, :-1] / scale)))
 
 
+#: Most unit probes (``n d``) :func:`operator_of_linear_map` evaluates ``f`` on: 4096, about a
+#: second here for a map that costs ``O(n d)`` per call.
+MAX_PROBES = 4096
+#: Most entries of ``W`` that :func:`two_route_gap` builds and applies: ``2^25`` (256 MiB; about a
+#: second here with the layer's two routes), ``n`` up to 2896 for ``p = d = 2``.
+MAX_GAP_ENTRIES = 2**25
+
+
 def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int,
                            max_bytes: int | None = None) -> np.ndarray:
     """Recover the interaction operator of a *linear* sequence map by probing it with unit tokens.
@@ -215,7 +223,8 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
     For a linear map the operator is unique and equals the Jacobian,
     ``W[i, j] = d y_i / d x_j``: column ``c`` of ``W[i, j]`` is output ``i`` when the
     input is the unit vector ``e_c`` placed at position ``j`` and zeros elsewhere.
-    All ``n * d`` probes are evaluated by ``f`` one at a time.
+    All ``n * d`` probes are evaluated by ``f`` one at a time; at most ``MAX_PROBES``
+    (4096) of them, else a ``ValueError`` naming ``n`` and ``d``.
 
     Parameters
     ----------
@@ -238,6 +247,9 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     instead = "probe a smaller n, or read the few blocks you need from f directly"
+    if n * d > MAX_PROBES:
+        raise ValueError(f"n and d too large: n d = {n} x {d} = {n * d} unit probes, each a call of f on an (n, d) "
+                         f"input, above the limit of {MAX_PROBES} (the work grows like (n d)^2); {instead}")
     check_allocation("n and d", (n, n, 1, d), "the operator W", instead, max_bytes)
     W = None
     for j in range(n):
@@ -326,7 +338,8 @@ def two_route_gap(layer, X) -> float:
     the derivation only where the two routes differ: the routes of a softmax
     :class:`~ssmheads.models.MultiHeadAttention` share the weights ``alpha``, so
     a wrong score scale or mask would pass (Chapter 1 checks the weights
-    against their formula separately).
+    against their formula separately). ``W`` may hold at most ``MAX_GAP_ENTRIES``
+    (``2^25``) entries, else a ``ValueError`` naming ``X``.
 
     Parameters
     ----------
@@ -340,6 +353,13 @@ def two_route_gap(layer, X) -> float:
     """
     if not (hasattr(layer, "forward") and hasattr(layer, "interaction")):
         raise ValueError(f"layer must have forward(X) and interaction(X) methods; got {type(layer).__name__}")
+    shape = np.shape(X)
+    if len(shape) == 2 and isinstance(getattr(layer, "p", None), int):
+        entries = float(shape[0]) ** 2 * layer.p * shape[1]
+        if entries > MAX_GAP_ENTRIES:
+            raise ValueError(f"X has {shape[0]} tokens: the operator W (n, n, p, d) of the gap would have "
+                             f"{entries:.3g} entries, above the limit of {MAX_GAP_ENTRIES:.3g} (256 MiB) of "
+                             "two_route_gap; use a shorter X")
     # the operator first: its size guards refuse a long X before the direct route has run
     via_operator = apply_interaction(layer.interaction(X), X)
     direct = as_array("layer.forward(X)", layer.forward(X), 2, "(n, p)")

@@ -39,8 +39,16 @@ def tradeoff_explorer_figure(architecture: str = "s4d", task: str = "delay", res
     bench._check_architecture(architecture)
     bench._check_task(task, 1)
     data = bench.load_results() if results is None else results
-    runs = [r for r in data["runs"] if r["architecture"] == architecture and r["task"] == task]
-    distances = sorted({r["distance"] for r in runs})
+    try:
+        runs = [r for r in data["runs"] if r["architecture"] == architecture and r["task"] == task]
+        distances = sorted({r["distance"] for r in runs})
+    except (TypeError, KeyError, IndexError) as exc:
+        raise ValueError(f"results must be a dict with the list 'runs' of ssmheads.bench.load_results (each run "
+                         f"a dict with architecture, task, distance, seed and losses); got {type(results).__name__}"
+                         f" ({type(exc).__name__}: {exc})") from None
+    if not runs:
+        raise ValueError(f"results has no run of {architecture!r} on the {task!r} task; pass the dict of "
+                         "ssmheads.bench.load_results (or None, the committed results)")
     info = bench.architecture_info(architecture)
     fig, axes = plt.subplots(1, len(distances), figsize=(2.2 + 2.0 * len(distances), 3.0), sharey=True,
                              layout="constrained", squeeze=False)
