@@ -1200,7 +1200,8 @@ def hidden_retention(retention_recurrent):
                      "S_t = gamma S_(t-1) + k_t v_t^T as it stands")
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, ValueError) and any(w in str(exc) for w in ("mismatch", "shapes", "aligned")):
+            if isinstance(exc, ValueError) and any(w in str(exc) for w in ("mismatch", "shapes", "aligned",
+                                                                          "broadcast")):
                 error += " (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, and y_t = S_t^T q_t has p entries)"
         assert error is None, f"{what} raised {error}"
         assert out is not None and out is not Ellipsis, (
@@ -1300,21 +1301,37 @@ def hidden_rope(rope_interaction):
             raw, got = None, None
         kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
         assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
+            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 (relative to the "
+            "largest entry when that exceeds 1): compute in float64, NumPy's default")
         assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
         bad = ~np.isfinite(got)
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
 
-    def operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_k=True, half=False,
-                 sign=1.0, freq=2.0):
+    def entry(got, expected, where, scale):
+        """The text "should be X; got Y", with 17 digits and the difference when 6 digits agree, and
+        a hint when every entry agrees to 1e-4 (single precision inside)."""
+        want, have = float(expected[where]), float(got[where])
+        text = f"should be {want:.6g}; got {have:.6g}"
+        if f"{want:.6g}" == f"{have:.6g}":
+            text = f"should be {want:.17g}; got {have:.17g} (a difference of {have - want:.2g})"
+        err = float(np.abs(got - expected).max())
+        if err <= 1e-4 * scale:
+            text += (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
+                     "Compute in float64")
+        return text
+
+    def operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_q=True, rotate_k=True,
+                 half=False, sign=1.0, freq=2.0):
         n, dk = X.shape[0], W_Q.shape[0]
         Q, K = X @ W_Q.T, X @ W_K.T
         first, second = (slice(0, dk // 2), slice(dk // 2, dk)) if half else (slice(0, None, 2), slice(1, None, 2))
         zq, zk = Q[:, first] + 1j * Q[:, second], K[:, first] + 1j * K[:, second]   # pair m as one complex number
         if rotate:
             phase = np.exp(1j * sign * np.arange(n)[:, None] * base ** (-freq * np.arange(dk // 2) / dk)[None, :])
-            zq, zk = zq * phase, (zk * phase if rotate_k else zk)
+            zq, zk = (zq * phase if rotate_q else zq), (zk * phase if rotate_k else zk)
         S = (zq @ zk.conj().T).real / (np.sqrt(dk) if scale else 1.0)        # Re <z_q, z_k> = the real dot product
         if causal:
             S = np.where(np.tril(np.ones((n, n), bool)), S, -np.inf)
@@ -1342,6 +1359,8 @@ def hidden_rope(rope_interaction):
                                ("the queries and keys are not rotated", dict(rotate=False)),
                                ("only the queries are rotated: rotate each key by its own position too",
                                 dict(rotate_k=False)),
+                               ("only the keys are rotated: rotate each query by its own position too",
+                                dict(rotate_q=False)),
                                ("the scores are not divided by sqrt(d_k)", dict(scale=False)),
                                ("coordinates are paired as (m, m + d_k/2), the rotate-half convention of GPT-NeoX "
                                 "and LLaMA; this exercise pairs (2m, 2m+1), as RoFormer", dict(half=True)),
@@ -1353,8 +1372,8 @@ def hidden_rope(rope_interaction):
                 if np.abs(wrong - expected).max() > 1e-9 * scale and np.abs(got - wrong).max() <= 1e-9 * scale:
                     hint = f"; {why}"
                     break
-        assert where is None, (f"{what}: entry (i, j, row, col) = {where} should be {expected[where]:.6g}; got "
-                               f"{got[where]:.6g} (W_ij = a_ij W_V, pair (2m, 2m+1) rotated by t base^(-2m/d_k)){hint}")
+        assert where is None, (f"{what}: entry (i, j, row, col) = {where} {entry(got, expected, where, scale)} "
+                               f"(W_ij = a_ij W_V, pair (2m, 2m+1) rotated by t base^(-2m/d_k)){hint}")
 
 
 def hidden_ssd(ssd_operator):
@@ -1397,11 +1416,27 @@ def hidden_ssd(ssd_operator):
             raw, got = None, None
         kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
         assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
+        assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
+            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 (relative to the "
+            "largest entry when that exceeds 1): compute in float64, NumPy's default")
         assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
         bad = ~np.isfinite(got)
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
         return got
+
+    def entry(got, expected, where, scale):
+        """The text "should be X; got Y", with 17 digits and the difference when 6 digits agree, and
+        a hint when every entry agrees to 1e-4 (single precision inside)."""
+        want, have = float(expected[where]), float(got[where])
+        text = f"should be {want:.6g}; got {have:.6g}"
+        if f"{want:.6g}" == f"{have:.6g}":
+            text = f"should be {want:.17g}; got {have:.17g} (a difference of {have - want:.2g})"
+        err = float(np.abs(got - expected).max())
+        if err <= 1e-4 * scale:
+            text += (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
+                     "Compute in float64")
+        return text
 
     def by_recurrence(a, dt, B, C, V, shifted=False):
         H, n = a.shape
@@ -1448,8 +1483,8 @@ def hidden_ssd(ssd_operator):
             else:
                 hint = (f"; L_ts = a_(s+1) ... a_t, the decays after s up to t (here a_{s + 1} ... a_{t}), "
                         "and the step is dt_s, read at the source")
-        assert where is None, (f"{what}: entry (t, s, row, col) = {where} should be {expected[where]:.6g}; got "
-                               f"{got[where]:.6g} (W_ts = sum_h L^h_ts dt^h_s (C_t . B_s) V_h){hint}")
+        assert where is None, (f"{what}: entry (t, s, row, col) = {where} {entry(got, expected, where, scale)} "
+                               f"(W_ts = sum_h L^h_ts dt^h_s (C_t . B_s) V_h){hint}")
 
 
 # ============================================================== Chapter 6

@@ -131,6 +131,17 @@ def _retention_state_transposed_read(Q, K, V, gamma):
     return Y
 
 
+def _retention_state_p_by_dk(Q, K, V, gamma):
+    """A state started p x d_k: k_t v_t^T (d_k x p) broadcasts it to d_k x d_k when p = 1, and the
+    error comes only when y_t is written."""
+    S = np.zeros((V.shape[1], Q.shape[1]))
+    Y = np.zeros((Q.shape[0], V.shape[1]))
+    for t in range(Q.shape[0]):
+        S = gamma * S + np.outer(K[t], V[t])
+        Y[t] = S.T @ Q[t]
+    return Y
+
+
 def test_retention_rescaled_form_passes_short_cases_only():
     """The gamma^(-t) rescaling is right algebra: it fails only on the long case, with a hint."""
     result = check_retention_recurrent(_retention_rescaled)
@@ -150,6 +161,7 @@ def test_retention_rescaled_form_passes_short_cases_only():
     (lambda Q, K, V, g: _retention_rescaled(Q, K, V, g), "gamma^(-t) overflows"),
     (lambda Q, K, V, g: _retention_rescaled(Q, K, V, float(g), python_floats=True), "gamma^(-t) overflows"),
     (lambda Q, K, V, g: _retention_state_transposed_read(Q, K, V, g), "d_k x p"),
+    (_retention_state_p_by_dk, "d_k x p"),
 ])
 def test_retention_wrong_answers(wrong, hint):
     result = check_retention_recurrent(wrong)
@@ -157,7 +169,7 @@ def test_retention_wrong_answers(wrong, hint):
 
 
 @pytest.mark.parametrize("kw,hint", [(dict(causal=False), "not causal"), (dict(rotate=False), "not rotated"),
-                                     (dict(scale=False), "sqrt(d_k)"), (dict(rotate_keys_only=True), "should be"),
+                                     (dict(scale=False), "sqrt(d_k)"), (dict(rotate_keys_only=True), "only the keys are rotated"),
                                      (dict(rotate_queries_only=True), "only the queries are rotated"),
                                      (dict(rot=_rot_half), "rotate-half"),
                                      (dict(rot=lambda z, t, b: _rot(z, -t, b)), "turns the wrong way"),
@@ -165,6 +177,26 @@ def test_retention_wrong_answers(wrong, hint):
 def test_rope_wrong_answers(kw, hint):
     result = check_rope_operator(lambda *args: rope_interaction(*args, **kw))
     assert result.status == FAILED and hint in result.message, str(result)
+
+
+def _in_float32(answer):
+    """``answer`` returning float32 (``cast=False``), or computed in float32 and returned as float64."""
+    def low(*args, cast=False):
+        out = np.asarray(answer(*args), dtype=np.float32)
+        return out.astype(np.float64) if cast else out
+    return low
+
+
+@pytest.mark.parametrize("check,answer", [(check_rope_operator, rope_interaction),
+                                          (check_ssd_operator, ssd_operator)])
+def test_single_precision_is_named(check, answer):
+    """A float32 array is refused with the reason; float32 inside gets 17 digits and the hint."""
+    low = _in_float32(answer)
+    result = check(low)
+    assert result.status == FAILED and "float32" in result.message and "float64" in result.message, str(result)
+    result = check(lambda *args: low(*args, cast=True))
+    assert result.status == FAILED and "single precision (float32)?" in result.message, str(result)
+    assert "a difference of" in result.message, str(result)
 
 
 def test_rope_transposed_value_map_fails():

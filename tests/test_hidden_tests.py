@@ -638,6 +638,28 @@ def _retention_read_with_s(Q, K, V, gamma):
     return Y
 
 
+def _retention_state_p_by_dk(Q, K, V, gamma):
+    """A state started p x d_k: k_t v_t^T broadcasts it to d_k x d_k, and writing y_t fails."""
+    S, Y = np.zeros((V.shape[1], Q.shape[1])), np.zeros((Q.shape[0], V.shape[1]))
+    for t in range(Q.shape[0]):
+        S = gamma * S + np.outer(K[t], V[t])
+        Y[t] = S.T @ Q[t]
+    return Y
+
+
+def _rope_queries_unrotated(W_Q, W_K, W_V, X, base):
+    """Rotary keys, plain queries."""
+    n, dk = X.shape[0], W_Q.shape[0]
+    ang = np.arange(n)[:, None] * base ** (-np.arange(0, dk, 2) / dk)
+    K = X @ W_K.T
+    R = np.empty_like(K)
+    R[:, 0::2] = np.cos(ang) * K[:, 0::2] - np.sin(ang) * K[:, 1::2]
+    R[:, 1::2] = np.sin(ang) * K[:, 0::2] + np.cos(ang) * K[:, 1::2]
+    S = np.where(np.tril(np.ones((n, n), bool)), (X @ W_Q.T) @ R.T / np.sqrt(dk), -np.inf)
+    w = np.exp(S - S.max(axis=1, keepdims=True))
+    return (w / w.sum(axis=1, keepdims=True))[:, :, None, None] * W_V
+
+
 def test_the_chapter_5_hidden_tests_give_the_visible_checks_hints():
     """Exercises 5.1-5.3: the slips the visible checks name get the same hint from the hidden tests."""
     (retention,), (rope,), (ssd,) = HIDDEN["ex-retention-recurrent"], HIDDEN["ex-rope-rank"], HIDDEN["ex-ssd-rank"]
@@ -655,6 +677,13 @@ def test_the_chapter_5_hidden_tests_give_the_visible_checks_hints():
     assert "turns the wrong way" in fails(rope, _rope_turned_back)
     assert "C_s . B_t" in fails(ssd, lambda a, dt, B, C, V: book_ssd(a, dt, C, B, V))
     assert "run over s .. t-1" in fails(ssd, _ssd_shifted_window)
+    assert "d_k x p" in fails(retention, _retention_state_p_by_dk)
+    assert "only the keys are rotated" in fails(rope, _rope_queries_unrotated)
+    book_rope = reference("ex-rope-rank")
+    for test, book in ((rope, book_rope), (ssd, book_ssd)):
+        assert "float64" in fails(test, lambda *args, book=book: np.asarray(book(*args), dtype=np.float32))
+        inside = fails(test, lambda *args, book=book: np.asarray(book(*args), dtype=np.float32).astype(float))
+        assert "single precision (float32)?" in inside and "a difference of" in inside
 
 
 # ------------------------------------------------------------------ the hidden cases are new

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._common import CheckResult, _compare, _Fail, _is_stub, _numeric, _on_its_own, _run
+from ._common import CheckResult, _Fail, _is_stub, _numeric, _on_its_own, _run
 
 # (module, dotted name) of the library routines that would compute the answers, public
 # methods and the private helpers they are built from (a student could call those too).
@@ -64,7 +64,9 @@ def _with_retention_hints(answer):
             raise OverflowError(f"{exc}; on a long sequence gamma^(-t) overflows (0.5^(-1100) is beyond the "
                                 "largest float): run S_t = gamma S_(t-1) + k_t v_t^T as it stands") from None
         except ValueError as exc:
-            if any(word in str(exc) for word in ("mismatch", "shapes", "aligned")):
+            # "broadcast": a p x d_k state updated by k_t v_t^T broadcasts to d_k x d_k and fails
+            # only when y_t is written
+            if any(word in str(exc) for word in ("mismatch", "shapes", "aligned", "broadcast")):
                 raise ValueError(f"{exc} (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, and "
                                  "y_t = S_t^T q_t has p entries)") from None
             raise
@@ -127,6 +129,40 @@ def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
                 "(n = 1100, gamma = 0.5)")
 
 
+def _float64(out, shape: tuple, what: str) -> np.ndarray:
+    """``_numeric``, after refusing a float array with fewer digits than float64 (float32, float16)."""
+    try:
+        dtype = np.asarray(out).dtype
+    except (TypeError, ValueError):
+        dtype = None
+    if dtype is not None and np.issubdtype(dtype, np.floating) and np.finfo(dtype).eps > 1e-10:
+        raise _Fail(f"{what}: your array holds {dtype} (about {np.finfo(dtype).precision} digits), and the "
+                    "check compares entries to 1e-9 (relative to the largest entry when that exceeds 1): "
+                    "compute in float64, NumPy's default")
+    return _numeric(out, shape, what)
+
+
+def _compare64(got: np.ndarray, expected: np.ndarray, what: str) -> None:
+    """``_compare``, with what a low-precision answer needs to hear: an entry whose 6 digits agree
+    with the expected ones is printed with 17 digits and the difference, and a difference below
+    1e-4 of the entries' size suggests single precision (as the retention check does)."""
+    scale = max(1.0, float(np.abs(expected).max()))
+    diff = np.abs(got - expected)
+    if not np.any(diff > 1e-9 * scale):
+        return
+    where = tuple(int(i) for i in np.argwhere(diff > 1e-9 * scale)[0])
+    want, have = float(expected[where]), float(got[where])
+    if f"{want:.6g}" != f"{have:.6g}":
+        text = f"entry {where} should be {want:.6g}; got {have:.6g}"
+    else:
+        text = f"entry {where} should be {want:.17g}; got {have:.17g} (a difference of {have - want:.2g})"
+    err = float(diff.max())
+    if err <= 1e-4 * scale:
+        text += (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
+                 "Compute in float64")
+    raise _Fail(f"{what}: {text}")
+
+
 # ---------------------------------------------------------------- RoPE
 def _rotate(Z, base, pairs="interleaved", sign=1.0, freq=2.0):
     """Rotate pairs (2m, 2m+1) of row t of Z by t * base^(-2m/d_k) (the defaults; the other values
@@ -144,11 +180,12 @@ def _rotate(Z, base, pairs="interleaved", sign=1.0, freq=2.0):
     return out
 
 
-def _rope_operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_k=True, **turn):
+def _rope_operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_q=True, rotate_k=True,
+                   **turn):
     n, dk = X.shape[0], W_Q.shape[0]
     Q, K = X @ W_Q.T, X @ W_K.T
     if rotate:
-        Q = _rotate(Q, base, **turn)
+        Q = _rotate(Q, base, **turn) if rotate_q else Q
         K = _rotate(K, base, **turn) if rotate_k else K
     S = Q @ K.T / (np.sqrt(dk) if scale else 1.0)
     if causal:
@@ -180,6 +217,7 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
         wrongs = (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
                   ("the queries and keys are not rotated", dict(rotate=False)),
                   ("only the queries are rotated: rotate each key by its own position too", dict(rotate_k=False)),
+                  ("only the keys are rotated: rotate each query by its own position too", dict(rotate_q=False)),
                   ("the scores are not divided by sqrt(d_k)", dict(scale=False)),
                   ("coordinates are paired as (m, m + d_k/2), the rotate-half convention of GPT-NeoX and LLaMA; "
                    "this exercise pairs (2m, 2m+1), as RoFormer", dict(pairs="half")),
@@ -188,7 +226,7 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
                   ("pair m turns at the frequency base^(-2m/d_k), not base^(-m/d_k)", dict(freq=1.0)))
 
         def test(out, label, e=expected, args=args, wrongs=wrongs):
-            got = _numeric(out, e.shape, label)
+            got = _float64(out, e.shape, label)
             scale = max(1.0, float(np.abs(e).max()))
             if np.max(np.abs(got - e)) <= 1e-9 * scale:
                 return
@@ -196,7 +234,7 @@ def check_rope_operator(rope_interaction: Callable) -> CheckResult:
                 w = _rope_operator(*args, **kw)
                 if np.max(np.abs(w - e)) > 1e-9 * scale and np.max(np.abs(got - w)) <= 1e-9 * scale:
                     raise _Fail(f"{label}: {hint}")
-            _compare(got, e, label)
+            _compare64(got, e, label)
         cases.append((f"rope_interaction with n={n}, d={d}, d_k={dk}, p={p}, base={base:g}", args, test))
     return _run("Chapter 5: a RoPE head is one head", _on_its_own(rope_interaction, ROPE_ROUTINES), cases,
                 "the operator is right on 4 heads, including n = 1")
@@ -257,7 +295,7 @@ def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
                    "source s)", dict(swap=True)))
 
         def test(out, label, e=expected, args=args, wrongs=wrongs):
-            got = _numeric(out, e.shape, label)
+            got = _float64(out, e.shape, label)
             scale = max(1.0, float(np.abs(e).max()))
             if np.max(np.abs(got - e)) <= 1e-9 * scale:
                 return
@@ -268,7 +306,7 @@ def check_ssd_operator(ssd_operator: Callable) -> CheckResult:
             causal = np.tril(np.ones(e.shape[:2]))[:, :, None, None]
             if np.max(np.abs(got * causal - e)) <= 1e-9 * scale:
                 raise _Fail(f"{label}: W_ts must be 0 for s > t (the layer is causal)")
-            _compare(got, e, label)
+            _compare64(got, e, label)
         cases.append((f"ssd_operator with H={H}, n={n}, N={N}, p={p}, d={d}", args, test))
     return _run("Chapter 5: the rank of a two-head SSD layer", _on_its_own(ssd_operator, SSD_ROUTINES), cases,
                 "the operator is right on 4 layers with 1 to 3 heads and N from 1 to 16")
