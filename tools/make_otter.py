@@ -63,7 +63,7 @@ DEFAULT_HIDDEN = ROOT / "instructors" / "hidden_tests.py"
 OTTER_VENV = ROOT / ".venv-otter"
 # What the grading environment installs beside Otter (on Gradescope): the chapters' runtime, pinned
 # as in requirements.txt, and the book's library from its repository (as each set-up cell does).
-RUNTIME = ("ipykernel", "ipywidgets", "matplotlib", "numpy", "scipy")
+RUNTIME = ("ipykernel", "ipywidgets", "matplotlib", "numpy", "scipy", "jax", "jaxlib")  # JAX: Chapter 6
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exercise_catalogue as catalogue  # noqa: E402
