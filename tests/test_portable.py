@@ -591,6 +591,20 @@ def test_a_citation_followed_by_a_parenthesis_is_an_error(tmp_path):
         "One, Two, and Three [2020] and [One *et al.*, 2020, van Solo, 1999]"
 
 
+def test_works_that_read_alike_name_all_their_authors(tmp_path):
+    """Two works whose short labels would be the same ("Gu et al., 2022") are told apart."""
+    root = small_book(tmp_path)
+    (root / "refs.bib").write_text(BIB + BIB_ZED + "@article{one2020b, author = {One, Ann and Four, Di "
+                                   "and Five, Ed}, title = {B title}, journal = {J}, year = {2020}}\n")
+    book = portable.Book(root)
+    renderer = portable.Renderer(book, "ch/02_b")
+    renderer.render("{cite}`one2020` and {cite}`one2020b`, {cite}`solo1999`")
+    refs = renderer.references_cell()
+    assert "- **[One, Two, and Three, 2020]** Ann One" in refs
+    assert "- **[One, Four, and Five, 2020]** Ann One" in refs
+    assert "- **[van Solo, 1999]**" in refs and "*et al.*" not in refs
+
+
 def test_unknown_syntax_and_labels_are_errors(tmp_path):
     book = portable.Book(small_book(tmp_path))
     renderer = portable.Renderer(book, "ch/02_b")

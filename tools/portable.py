@@ -835,9 +835,12 @@ class Renderer:
         if not self.cited:
             return None
         bib = self.book.bibliography()
-        items = [f"- **[{cite_names(e)}, {cite_year(e)}]** {reference_line(e)}"
-                 for e in site_order([bib[k] for k in self.cited])]
-        return "\n".join(items)
+        entries = site_order([bib[k] for k in self.cited])
+        labels = [f"{cite_names(e)}, {cite_year(e)}" for e in entries]
+        # Two works that would read alike ("Gu et al., 2022") name all their authors, as {cite:ps} does.
+        labels = [f"{cite_names(e, full=True)}, {cite_year(e)}" if labels.count(label) > 1 else label
+                  for e, label in zip(entries, labels)]
+        return "\n".join(f"- **[{label}]** {reference_line(e)}" for e, label in zip(entries, labels))
 
 
 def _tidy(lines: list[str]) -> str:
