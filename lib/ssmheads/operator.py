@@ -247,10 +247,10 @@ def operator_of_linear_map(f: Callable[[np.ndarray], np.ndarray], n: int, d: int
     n = check_positive_int("n", n)
     d = check_positive_int("d", d)
     instead = "probe a smaller n, or read the few blocks you need from f directly"
+    check_allocation("n and d", (n, n, 1, d), "the operator W", instead, max_bytes)
     if n * d > MAX_PROBES:
         raise ValueError(f"n and d too large: n d = {n} x {d} = {n * d} unit probes, each a call of f on an (n, d) "
                          f"input, above the limit of {MAX_PROBES} (the work grows like (n d)^2); {instead}")
-    check_allocation("n and d", (n, n, 1, d), "the operator W", instead, max_bytes)
     W = None
     for j in range(n):
         for c in range(d):
