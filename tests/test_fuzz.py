@@ -8,8 +8,8 @@ and huge sizes (``10**7``), a non-callable for a function, scales of ``1e155``
 and ``1e-300`` where a scale is legitimate, an unstable ``A`` (spectral radius
 1.5) with a sequence long enough to overflow.
 
-Sizes and working sets (issue 22). Sequences ``X`` are also made 4096 and 10000
-tokens long, lag stacks 4096 lags long, sizes set to 4096, and the state matrix
+Sizes and working sets (issue 22). Sequences ``X`` are also made 4096, 10000 and
+300000 tokens long, lag stacks 4096 lags long, sizes set to 4096, and the state matrix
 ``A`` replaced by a random ``64 x 64`` matrix with spectral radius 0.999 (slow to
 decay), a random ``256 x 256`` one and a ``1500 x 1500`` one (with ``B`` and ``C``
 resized to match). Every case is measured in the child, with one BLAS thread: its
@@ -111,8 +111,9 @@ RANDOM_256 = _random_with_radius(256, 0.999, 256)
 _g_big = np.random.default_rng(1500)
 BIG_1500 = np.diag(np.linspace(-0.9, 0.9, 1500)) + np.triu(_g_big.standard_normal((1500, 1500)), 1) * 1e-3
 SIZED_A = {"N64-slow": SLOW_64, "N256": RANDOM_256, "N1500": BIG_1500}
-LENGTHS = {"n4096": 4096, "n10000": 10000}  # a sequence's length; 10000: an n x n array of 0.75 GiB, three
-#                                              of them above the 2 GiB a call may hold
+# a sequence's length: 10000 makes an n x n array of 0.75 GiB (three of them above the 2 GiB a call may
+# hold); 300000 a recurrence longer than the library runs (MAX_SCAN)
+LENGTHS = {"n4096": 4096, "n10000": 10000, "n300000": 300_000}
 #: Mutations within the issue's budget of 1 s (n <= 4096, N <= 256); "4096" is tried only on the
 #: parameters that are a sequence length or a state size (a number of training steps or a width is not).
 FAST_LABELS = {"n4096", "4096", "N64-slow", "N256"}

@@ -26,7 +26,7 @@ import numpy as np
 from ._validate import (as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size,
                         check_total)
 from .models import (_NO_OPERATOR, MAX_LAGS, MAX_PAIRS, Convolution, LinearSSM, MultiHeadAttention,
-                     PositionwiseLinear, _Layer)
+                     PositionwiseLinear, _check_chunks, _check_scan, _Layer)
 from .numerics import relative_gap
 from .operator import _toeplitz
 from .span import EPS, _lag_span_dimension, _rank_from, _scaled_columns
@@ -378,6 +378,7 @@ class LinearAttention(_ScalarHead):
         """The recurrent form with state ``S_i`` (``p x d_k``) and normaliser state ``z_i``; shape ``(n, p)``."""
         X = self._input(X)
         n = X.shape[0]
+        _check_scan(n, n, "use forward(X), the parallel form, or a shorter X")
         fq, fk = self._features(X)
         V = X @ self.W_V.T
         S = np.zeros((self.p, self.d_k))
@@ -496,6 +497,7 @@ class Retention(_ScalarHead):
     def recurrent_forward(self, X) -> np.ndarray:
         """``S_t = gamma S_{t-1} + k~_t^T v_t``, ``y_t = q~_t S_t``; shape ``(n, p)``."""
         X = self._input(X)
+        _check_scan(X.shape[0], X.shape[0], "use chunkwise_forward(X, chunk) or a shorter X")
         Q, K, V = self._qkv(X)
         S = np.zeros((self.d_k, self.p))
         Y = np.empty((X.shape[0], self.p))
@@ -522,6 +524,7 @@ class Retention(_ScalarHead):
         # per chunk: the m x m scores, the lags and the decay mask with their temporaries
         check_total("chunk", 6.0 * m * m + 4.0 * n * (self.d_k + self.p), "the arrays of one chunk",
                     f"use a smaller chunk (at most {int(np.sqrt(2**31 / 8 / 6)):d} tokens here)")
+        _check_chunks(n, m)
         Q, K, V = self._qkv(X)
         R = np.zeros((self.d_k, self.p))
         Y = np.empty((n, self.p))
@@ -781,6 +784,7 @@ class S4D(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.d), "the outputs", "use a shorter X")
+        _check_scan(n, n, "use convolution_forward(X) or a shorter X")
         h = np.zeros((self.d, self.N), dtype=complex)
         Y = np.empty((n, self.d))
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
@@ -919,6 +923,7 @@ class S5(_Layer):
         check_allocation("X", (n, self.N), "the states h_t", "use a shorter X", itemsize=16)
         check_total("X", 4.0 * n * self.N + 2.0 * n * self.p, "the drives and states (complex) and the outputs",
                     "use a shorter X")
+        _check_scan(n, n)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             drive = X @ self.B_bar.T
             H = np.empty((n, self.N), dtype=complex)
@@ -1130,6 +1135,7 @@ class Mamba(_Layer):
         check_allocation("X", (n, self.d_inner), "the outputs", "use a shorter X")
         check_total("X", float(n) * (5 * self.d_inner + 2 * self.N), "the projections u, Delta, B_t, C_t and the "
                     "outputs", "use a shorter X")
+        _check_scan(n, n)
         U, _, Delta, Bt, Ct = self._projections(X)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             Y = _selective_scan(U, Delta, Bt, Ct, self.A, self.D)
@@ -1330,6 +1336,7 @@ class Mamba2(_Layer):
         check_allocation("X", (n, self.d_inner), "the head outputs", "use a shorter X")
         check_total("X", float(n) * (3 * self.d_inner + 4 * self.heads + 2 * self.N + self.p), "the projections "
                     "and the head outputs", "use a shorter X")
+        _check_scan(n, n, "use ssd_forward(X, chunk) or a shorter X")
         U, Delta, log_a, Bt, Ct = self._projections(X)
         a = np.exp(log_a)
         S = np.zeros((self.heads, self.N, self.P))
@@ -1362,6 +1369,7 @@ class Mamba2(_Layer):
                                                                           + 2 * self.N + self.p),
                     "the arrays of one chunk (its heads x chunk x chunk decays) and of the sequence",
                     "use a smaller chunk")
+        _check_chunks(n, c)
         U, Delta, log_a, Bt, Ct = self._projections(X)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             Yh = _ssd_chunked(Delta[:, :, None] * U, log_a, Bt, Ct, c)

@@ -20,6 +20,9 @@ MAX_LAGS = 2**20
 #: single causal head of 8191 tokens, two heads of 4096; a second or two here). Longer inputs are
 #: refused.
 MAX_PAIRS = 2**25
+#: Most steps a recurrence takes (one Python-level step per token or chunk: ``forward`` of the
+#: SSMs and RNNs, the recurrent and chunked forms): ``2^18``, one to five seconds here.
+MAX_SCAN = 2**18
 #: Most updates of the state blocks :meth:`ElmanRNN.interaction` makes (``n^2 N d (p + 2)``):
 #: 1e8, about a second here (``n`` near 2000 for ``N = 3``, ``d = p = 2``).
 MAX_RNN_WORK = 1e8
@@ -33,6 +36,22 @@ __all__ = [
     "ElmanRNN",
     "KANLayer",
 ]
+
+
+def _check_scan(steps: int, n: int, instead: str = "use a shorter X") -> None:
+    """Refuse, naming ``X`` (of ``n`` tokens), a recurrence of more than :data:`MAX_SCAN` steps."""
+    if steps > MAX_SCAN:
+        raise ValueError(f"X has {n} tokens: the recurrence would take {steps} steps, above the limit of "
+                         f"{MAX_SCAN} (a few seconds here); {instead}")
+
+
+def _check_chunks(n: int, chunk: int) -> None:
+    """Refuse, naming ``X`` and ``chunk``, a chunked form of more than ``MAX_SCAN // 8`` chunks (each chunk
+    is about eight array operations, a recurrence step one or two)."""
+    chunks = -(-n // chunk)
+    if chunks > MAX_SCAN // 8:
+        raise ValueError(f"X has {n} tokens: chunk = {chunk} makes {chunks} chunks, above the limit of "
+                         f"{MAX_SCAN // 8} (a few seconds here); use a larger chunk or a shorter X")
 
 
 def _check_system(A, B, C, D=None, copy=False):
@@ -249,6 +268,7 @@ class LinearSSM(_Layer):
         check_allocation("X", (n, self.N), "the states h_t", "run a shorter sequence")
         check_total("X", n * (2.0 * self.N + 3.0 * self.p), "the drives B x_t, the states h_t and the outputs",
                     "run a shorter sequence")
+        _check_scan(n, n, "run a shorter sequence")
         with np.errstate(over="ignore", invalid="ignore"):
             drive = X @ self.B.T  # (n, N): B x_t for every t
             states = np.empty((n, self.N))
@@ -744,6 +764,7 @@ class ElmanRNN(_Layer):
         X = self._input(X)
         n = X.shape[0]
         check_allocation("X", (n, self.N), "the states h_t", "run a shorter sequence")
+        _check_scan(n, n, "run a shorter sequence")
         drive = self._drive(X)
         states = np.empty((n, self.N))
         h = np.zeros(self.N)
