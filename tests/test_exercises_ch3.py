@@ -353,6 +353,12 @@ MISTAKES_NAMED = {  # a common wrong answer: words of the mistake its message mu
     "not squared": (_sum_of_singular_values, "singular values not squared"),
     "kept part": (lambda K, H, w: optimal_error(K, 0, w) - optimal_error(K, H, w), "the part the H heads keep"),
     "divided by n": (lambda K, H, w: optimal_error(K, H, w) / K.shape[0], "the minimum divided by n"),
+    "eigvalsh ascending": (lambda K, H, w: float(np.sum(np.linalg.eigvalsh(
+        (_vec(K) * np.sqrt(w)) @ (_vec(K) * np.sqrt(w)).T)[H:])), "in ascending order, as np.linalg.eigvalsh"),
+    "eigvalsh ascending, n x n": (lambda K, H, w: float(np.sum(np.linalg.eigvalsh(
+        (_vec(K) * np.sqrt(w)).T @ (_vec(K) * np.sqrt(w)))[H:])), "in ascending order, as np.linalg.eigvalsh"),
+    "only sigma_(H+1)^2": (lambda K, H, w: float(np.linalg.svd(_vec(K) * np.sqrt(w), compute_uv=False)[H] ** 2),
+                           "only sigma_{H+1}^2"),
     "unweighted maps": (_unweighted_value_maps, "value maps from the SVD of the unweighted G"),
 }
 
@@ -378,7 +384,22 @@ def test_optimal_error_message_states_the_right_value():
     K = _lags(rotation(1.0, 0.9), 10)
     expected = optimal_error(K, 1, np.ones(10))
     result = check_optimal_error(lambda K, H, w: optimal_error(K, H, w) + 1.0)
-    assert f"the minimum is {expected:.6g}; got {expected + 1.0:.6g}" in result.message
+    assert f"the minimum is {expected:.10g}; got {expected + 1.0:.10g} (a difference of 1.0e+00" in result.message
+
+
+def test_a_float32_tail_is_told_to_compute_in_float64():
+    """Single precision agrees to ~1e-8 of the total: both values in 10 digits, and the float32 question."""
+    def single(K, H, w):
+        G = (K.reshape(K.shape[0], -1).T * np.sqrt(w)).astype(np.float32)
+        return float(np.sum(np.linalg.svd(G, compute_uv=False)[H:] ** 2))
+
+    result = check_optimal_error(single)
+    assert result.status == FAILED
+    assert "the minimum is 3.996464756; got 3.99646" in result.message
+    assert "of the total weighted energy" in result.message
+    assert "computed in float32? Compute in float64" in result.message
+    off = check_optimal_error(lambda K, H, w: optimal_error(K, H, w) + 1.0)
+    assert "float32" not in off.message     # a gross error is not blamed on precision
 
 
 def test_optimal_error_tolerance_is_relative():
@@ -408,6 +429,14 @@ WRONG_COUNT = {
 def test_a_float_with_an_integer_value_is_that_count():
     assert check_nonnegative_head_count(lambda K: float(nonnegative_head_count(K))).status == PASSED
     assert check_nonnegative_head_count(lambda K: np.float64(nonnegative_head_count(K))).status == PASSED
+
+
+def test_a_one_entry_array_is_that_count_as_in_exercise_3_2():
+    assert check_nonnegative_head_count(lambda K: np.array([nonnegative_head_count(K)])).status == PASSED
+    assert check_nonnegative_head_count(lambda K: np.array([[float(nonnegative_head_count(K))]])).status == PASSED
+    result = check_nonnegative_head_count(lambda K: np.array([nonnegative_head_count(K)] * 2))
+    assert result.status == FAILED and "expected an integer" in result.message
+    assert "expected an integer; got True" in check_nonnegative_head_count(lambda K: np.array([True])).message
 
 
 @pytest.mark.parametrize("answer, expected_in_message", list(WRONG_COUNT.values()), ids=list(WRONG_COUNT))
@@ -676,6 +705,47 @@ def test_loose_rank_tolerance_fails_the_build_heads_check():
     assert "C = diag(1, 3e-4), n=9 (sigma_2 / sigma_1 = 1.1e-04)" in result.message
     assert "so use exactly 2 heads; you used 1" in result.message
     assert "your tolerance is too loose: singular value 2 of the stacked lags is 1.1e-04" in result.message
+
+
+def _heads_with_count(rule):
+    """The SVD construction keeping rule(s, n, p, d) heads."""
+    def construction(K):
+        n, p, d = K.shape
+        G = _vec(K)
+        U, s, Qt = np.linalg.svd(G, full_matrices=False)
+        k = rule(s, n, p, d)
+        return s[:k, None] * Qt[:k], U[:, :k].T.reshape(k, d, p).transpose(0, 2, 1)   # column-major
+    return construction
+
+
+def _right_count(s, n, p, d):
+    return int(np.sum(s > max(n, p * d) * np.finfo(float).eps * s[0]))
+
+
+def test_a_tolerance_of_1e_5_fails_on_the_1e_8_case():
+    """The visible check now has sigma_2 / sigma_1 ~ 1e-8 (the hidden test has 4e-8): rtol 1e-5 fails here too."""
+    result = check_exact_heads(_heads_with_count(lambda s, n, p, d: int(np.sum(s > 1e-5 * s[0]))))
+    assert result.status == FAILED
+    assert "C = diag(1, 3e-8), n=9 (sigma_2 / sigma_1 = 1.1e-08)" in result.message
+    assert "your tolerance is too loose: singular value 2 of the stacked lags is 1.1e-08" in result.message
+
+
+def test_an_absolute_tolerance_is_asked_whether_it_is_absolute():
+    result = check_exact_heads(_heads_with_count(lambda s, n, p, d: int(np.sum(s > 1e-10))))
+    assert result.status == FAILED
+    assert "times 1e-12 (tiny lags)" in result.message and "you used 0" in result.message
+    assert "is your tolerance absolute?" in result.message and "too loose" not in result.message
+
+
+def test_a_count_off_by_one_is_told_to_check_how_it_counts():
+    fewer = check_exact_heads(_heads_with_count(lambda *a: _right_count(*a) - 1))
+    assert fewer.status == FAILED and "you used 1" in fewer.message
+    assert "no rank tolerance drops a direction this large: singular value 2 of the stacked lags is 8.7e-01" \
+        in fewer.message and "too loose" not in fewer.message
+    more = check_exact_heads(_heads_with_count(lambda *a: _right_count(*a) + 1))
+    assert more.status == FAILED
+    assert "singular value 3 of the stacked lags is below 1e-12 of the largest" in more.message
+    assert "check how you count (off by one?)" in more.message and "3 to 3" not in more.message
 
 
 def test_tight_rank_tolerance_is_told_it_counts_rounding_noise():

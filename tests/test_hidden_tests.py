@@ -408,8 +408,20 @@ def _plateau_fragile():
     return A, B, C
 
 
+def _heads_normalised_lags(K):
+    """The lags scaled to unit norm before the SVD (so small lags count): the same span, 0/0 on a zero lag."""
+    n, p, d = K.shape
+    G = K.transpose(0, 2, 1).reshape(n, p * d).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        G = G / np.linalg.norm(G, axis=0)
+    U, s, _ = np.linalg.svd(G, full_matrices=False)
+    k = int(np.sum(s > max(n, p * d) * np.finfo(float).eps * s[0]))
+    values = U[:, :k].T.reshape(k, d, p).transpose(0, 2, 1)
+    return np.einsum("hpd,lpd->hl", values, K), values
+
+
 def _heads_loose_tolerance(K):
-    """Rank tolerance 1e-5 relative: sees sigma_2 / sigma_1 ~ 1e-4 (the check's case), misses 1e-7."""
+    """Rank tolerance 1e-5 relative: sees sigma_2 / sigma_1 ~ 1e-4, misses 1e-8 (both in the check) and 4e-8."""
     n, p, d = K.shape
     G = K.transpose(0, 2, 1).reshape(n, p * d).T
     U, s, _ = np.linalg.svd(G, full_matrices=False)
@@ -466,7 +478,7 @@ PASSES_VISIBLE = {  # label: (check, the wrong answer, words the hidden message 
     "ex-lag-span-by-hand": (exercises.check_lag_span_dimension, _lag_span_loose_tolerance, "should be 6"),
     "ex-three-dims": (exercises.check_rank_three_system, _three_dims_fragile, "depends on the tolerance"),
     "ex-longer-plateau": (exercises.check_long_plateau, _plateau_fragile, "depends on the tolerance"),
-    "ex-build-heads": (exercises.check_exact_heads, _heads_loose_tolerance, "use exactly 2 heads"),
+    "ex-build-heads": (exercises.check_exact_heads, _heads_normalised_lags, "nilpotent shift"),
     "ex-tail": (exercises.check_optimal_error, _tail_hard_coded, "the minimum is"),
     "ex-quaternion-heads": (exercises.check_quaternion_heads, _quaternion_absolute_cutoff, "whatever its size"),
     "ex-ssd-rank": (exercises.check_ssd_operator, _ssd_cumulative_products, "NaN or infinity"),
@@ -824,6 +836,26 @@ def test_the_chapter_3_hidden_tests_give_the_visible_checks_hints():
         values = U[:, :k].T.reshape(k, d, p).transpose(0, 2, 1)
         return np.einsum("hpd,lpd->hl", values, K), values
     assert "your tolerance counts rounding noise" in fails(heads, tight)
+    assert not exercises.check_exact_heads(_heads_loose_tolerance)   # rtol 1e-5 fails the visible check too
+
+    def counted(rule):
+        def construction(K):
+            n, p, d = K.shape
+            G = K.transpose(0, 2, 1).reshape(n, p * d).T
+            U, s, _ = np.linalg.svd(G, full_matrices=False)
+            k = rule(s, n, p, d)
+            values = U[:, :k].T.reshape(k, d, p).transpose(0, 2, 1)
+            return np.einsum("hpd,lpd->hl", values, K), values
+        return construction
+
+    right = lambda s, n, p, d: int(np.sum(s > max(n, p * d) * np.finfo(float).eps * s[0]))   # noqa: E731
+    for answer, words in ((counted(lambda s, *a: int(np.sum(s > 1e-10))), "is your tolerance absolute?"),
+                          (counted(lambda *a: right(*a) - 1), "Check how you count (off by one?)"),
+                          (counted(lambda *a: right(*a) + 1), "singular value 4 is below 1e-12")):
+        assert words in fails(heads, answer)
+        assert "too loose" not in fails(heads, answer)
+    assert "is your tolerance absolute?" in exercises.check_exact_heads(
+        counted(lambda s, *a: int(np.sum(s > 1e-10)))).message
 
     right_tail, right_count = reference("ex-tail"), reference("ex-count-nonneg")
 
@@ -833,6 +865,27 @@ def test_the_chapter_3_hidden_tests_give_the_visible_checks_hints():
     assert "w_l instead of sqrt(w_l)" in fails(tail, _tail_weights_not_square_rooted)
     assert "the minimum divided by n" in fails(tail, lambda K, H, w: right_tail(K, H, w) / K.shape[0])
     assert "common mistake" not in fails(tail, lambda K, H, w: right_tail(K, H, w) * 1.37 + 1.0)
+
+    def single(K, H, w):   # float32 inside: right to ~1e-7 of the total
+        G = (K.reshape(K.shape[0], -1).T * np.sqrt(w)).astype(np.float32)
+        return float(np.sum(np.linalg.svd(G, compute_uv=False)[H:] ** 2))
+    message = fails(tail, single)
+    assert "computed in float32?" in message and "with H = 0 heads" not in message   # the first case has H = 0
+    assert "a difference of" in message
+
+    def ascending(K, H, w):
+        G = K.reshape(K.shape[0], -1).T * np.sqrt(w)
+        return float(np.sum(np.linalg.eigvalsh(G @ G.T)[H:]))
+    assert "as np.linalg.eigvalsh returns them" in fails(tail, lambda K, H, w: ascending(K, max(H, 1), w)
+                                                         if H else right_tail(K, H, w))
+
+    def only_next(K, H, w):   # sigma_(H+1)^2 alone: right whenever H >= k - 1, as in every hidden case with H > 0
+        s = np.linalg.svd(K.reshape(K.shape[0], -1).T * np.sqrt(w), compute_uv=False)
+        return float(s[H] ** 2) if H < s.size else 0.0
+    fresh(tail)(lambda K, H, w: only_next(K, H, w) if H else right_tail(K, H, w))
+    assert "only sigma_{H+1}^2" in exercises.check_optimal_error(only_next).message   # the visible check names it
     fresh(tail)(lambda K, H, w: np.array([right_tail(K, H, w)]))
     fresh(count)(lambda K: float(right_count(K)))
+    fresh(count)(lambda K: np.array([right_count(K)]))   # a one-entry array, as in Exercise 3.2
+    assert not exercises.check_nonnegative_head_count(lambda K: np.array([right_count(K)] * 2))
     assert "expected an integer; got 1.5" in fails(count, lambda K: right_count(K) + 0.5)

@@ -63,17 +63,27 @@ def _chapter3_targets():
 
 
 def _build_heads_targets():
-    """Chapter 3's targets plus one whose second singular value is ~1e-4 of the first.
+    """Chapter 3's targets plus three whose rank a careless tolerance gets wrong.
 
-    ``A = diag(0.9, 0.5)``, ``B = I``, ``C = diag(1, 3e-4)``: the lag span is exactly
-    two-dimensional, but a rank tolerance as loose as ``1e-2 * s[0]`` (or ``1e-3``) sees one.
+    ``A = diag(0.9, 0.5)``, ``B = I``, ``C = diag(1, 3e-4)`` and ``C = diag(1, 3e-8)``: the
+    lag span is exactly two-dimensional, with ``sigma_2 / sigma_1`` about ``1e-4`` and
+    ``1e-8``, so a relative tolerance of ``1e-3`` (first) or ``1e-5`` (second) sees one
+    direction. And ``diagonal([0.9, 0.5, -0.3])``'s lags times ``1e-12`` (``k = 3``, largest
+    singular value ``2e-12``): an absolute tolerance such as ``1e-10`` sees none.
     """
     from ..models import lag_operators
+    from ..systems import diagonal
 
-    K = lag_operators(np.diag([0.9, 0.5]), np.eye(2), np.diag([1.0, 3e-4]), 9)
-    s = np.linalg.svd(K.reshape(9, -1), compute_uv=False)
-    return _chapter3_targets() + [(f"diagonal([0.9, 0.5]), C = diag(1, 3e-4), n=9 (sigma_2 / sigma_1 = {s[1] / s[0]:.1e})",
-                                   K)]
+    targets = _chapter3_targets()
+    for c2, name in ((3e-4, "3e-4"), (3e-8, "3e-8")):
+        K = lag_operators(np.diag([0.9, 0.5]), np.eye(2), np.diag([1.0, c2]), 9)
+        s = np.linalg.svd(K.reshape(9, -1), compute_uv=False)
+        targets.append((f"diagonal([0.9, 0.5]), C = diag(1, {name}), n=9 "
+                        f"(sigma_2 / sigma_1 = {s[1] / s[0]:.1e})", K))
+    tiny = diagonal([0.9, 0.5, -0.3])
+    targets.append(("diagonal([0.9, 0.5, -0.3]) times 1e-12 (tiny lags), n=8",
+                    1e-12 * lag_operators(tiny.A, tiny.B, tiny.C, 8)))
+    return targets
 
 
 #: The two ways of mixing up vec and its inverse, each undone: (what the answer did, the map that undoes it).
@@ -140,12 +150,21 @@ def _reshape_hint(got: np.ndarray, K: np.ndarray) -> str:
 ROUNDING_NOISE = 1e-12
 
 
+#: A dropped direction above this fraction of the largest is no tolerance's doing: the count is off.
+NOT_A_TOLERANCE = 1e-2
+#: Lags whose largest singular value is below this are "tiny": an absolute tolerance sees nothing.
+TINY_LAGS = 1e-6
+
+
 def _tolerance_hint(K: np.ndarray, k: int, heads: int) -> str:
     """What the answer's head count says about its rank tolerance, with the singular values that show it.
 
     More heads than ``k`` whose extra singular values are below ``ROUNDING_NOISE`` of the
-    largest: the tolerance counts rounding noise. Fewer heads than ``k``: the tolerance
-    drops a real direction (its relative singular value is printed).
+    largest: the tolerance counts rounding noise (one head too many may also be a
+    miscount). Fewer heads than ``k``: none at all, or lags whose largest singular value is
+    below ``TINY_LAGS``, point to an absolute tolerance; a dropped direction above
+    ``NOT_A_TOLERANCE`` of the largest to a miscount (off by one); otherwise the
+    tolerance is too loose (the dropped direction's relative size is printed).
     """
     n = K.shape[0]
     s = np.linalg.svd(K.reshape(n, -1), compute_uv=False)
@@ -153,9 +172,26 @@ def _tolerance_hint(K: np.ndarray, k: int, heads: int) -> str:
         return ""
     ratios = s / s[0]
     if heads > k and heads <= s.size and ratios[heads - 1] < ROUNDING_NOISE:
-        return (f"; your tolerance counts rounding noise: singular values {k + 1} to {heads} of the stacked lags "
-                f"are below {ROUNDING_NOISE:.0e} of the largest (down to {ratios[heads - 1]:.1e}). Use a tolerance "
-                "relative to the largest singular value, above rounding (e.g. max(n, pd) * machine epsilon)")
+        if heads == k + 1:
+            which = f"singular value {heads} of the stacked lags is below {ROUNDING_NOISE:.0e} of the largest"
+            size = f"({ratios[heads - 1]:.1e})"
+            miscount = ("; if your tolerance is already relative and above rounding, check how you count "
+                        "(off by one?)")
+        else:
+            which = (f"singular values {k + 1} to {heads} of the stacked lags are below {ROUNDING_NOISE:.0e} "
+                     "of the largest")
+            size, miscount = f"(down to {ratios[heads - 1]:.1e})", ""
+        return (f"; your tolerance counts rounding noise: {which} {size}. Use a tolerance relative to the "
+                f"largest singular value, above rounding (e.g. max(n, pd) * machine epsilon){miscount}")
+    if 0 <= heads < k and (heads == 0 or s[0] < TINY_LAGS):
+        dropped = ("your tolerance drops even that one" if heads == 0 else
+                   f"you dropped singular value {heads + 1}, {ratios[heads]:.1e} of the largest")
+        return (f"; is your tolerance absolute? The largest singular value of the stacked lags is {s[0]:.1e} "
+                f"here, and {dropped}. Make the tolerance relative to the largest singular value sigma_1 "
+                "(e.g. max(n, pd) * machine epsilon * sigma_1)")
+    if 0 <= heads < k and ratios[heads] > NOT_A_TOLERANCE:
+        return (f"; no rank tolerance drops a direction this large: singular value {heads + 1} of the stacked "
+                f"lags is {ratios[heads]:.1e} of the largest. Check how you count (off by one?)")
     if 0 <= heads < k:
         return (f"; your tolerance is too loose: singular value {heads + 1} of the stacked lags is "
                 f"{ratios[heads]:.1e} of the largest, a real direction, not rounding. Choose a tolerance below "
@@ -171,7 +207,9 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
     The answer is a function ``exact_head_construction(K)`` taking lags ``K (n, p, d)``
     and returning ``(coefficients (H, n), values (H, p, d))`` with
     ``sum_h coefficients[h, l] * values[h] == K[l]`` and the fewest heads, ``H = k``.
-    One case has ``sigma_2 / sigma_1 ~ 1e-4``, so a loose rank tolerance fails. Either order
+    Two cases have ``sigma_2 / sigma_1`` about ``1e-4`` and ``1e-8`` and one has lags of size
+    ``1e-12``, so a loose or an absolute rank tolerance fails; the message says which, or
+    that the count is off by one, from the singular values. Either order
     of ``vec`` (column-major, or NumPy's row-major) is right if its inverse uses the same
     order; an answer that mixes them (row-major ``vec``, column-major inverse, or the
     reverse) is recognised and its message says so. It passes the cases where mixing
@@ -200,10 +238,13 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
                 raise _Fail(f"{label}: the lags span k = {k} dimensions, so use exactly {k} heads; you used "
                             f"{V.shape[0]}" + _tolerance_hint(K, k, V.shape[0]))
             got = np.einsum("hl,hpd->lpd", c, V)
-            try:
-                _compare(got, K, f"{label}: sum_h c_h(l) V_h against K_l")
-            except _Fail as failure:
-                raise _Fail(str(failure) + (_vec_order_hint(c, V, K) or _reshape_hint(got, K))) from None
+            scale = float(np.abs(K).max()) or 1.0   # relative, so that tiny lags count
+            bad = np.abs(got - K) > 1e-9 * scale
+            if bad.any():
+                where = tuple(int(i) for i in np.argwhere(bad)[0])
+                size = f" (tolerance 1e-9 of max |K| = {scale:.1e})" if scale < 1e-3 else ""
+                raise _Fail(f"{label}: sum_h c_h(l) V_h against K_l: entry {where} should be {K[where]:.6g}; "
+                            f"got {got[where]:.6g}{size}" + (_vec_order_hint(c, V, K) or _reshape_hint(got, K)))
         return test
 
     cases = [(f"exact_head_construction on {label}", (K,), expect(K)) for label, K in _build_heads_targets()]
@@ -211,18 +252,25 @@ def check_exact_heads(exact_head_construction: Callable) -> CheckResult:
                 f"k heads reproduce every lag exactly on {len(cases)} systems")
 
 
+_ASCENDING = ("the eigenvalues (of G_w G_w^T or G_w^T G_w) in ascending order, as np.linalg.eigvalsh returns "
+              "them: sort them in decreasing order before summing from index H")
+
+
 def _tail_mistakes(K: np.ndarray, H: int, weights: np.ndarray) -> list[tuple[str, float]]:
     """(what went wrong, the value it gives) for common wrong answers to the Eckart-Young tail.
 
     Each value is computed from ``K``, ``H`` and ``weights`` the way the mistake computes it:
     weights ``w_l`` instead of ``sqrt(w_l)`` on the columns, weights ignored, singular values
-    not squared, the kept part instead of the tail, an index off by one either way, the
+    not squared, the kept part instead of the tail, only ``sigma_(H+1)^2``, the eigenvalues of
+    ``G_w G_w^T`` (or ``G_w^T G_w``) summed from index ``H`` in ``eigvalsh``'s ascending
+    order, an index off by one either way, the
     minimum divided by ``n`` or by the total, its square root, and value maps taken from
     the unweighted SVD.
     """
     n = K.shape[0]
     rows = K.reshape(n, -1)
-    s = np.linalg.svd(rows.T * np.sqrt(weights), compute_uv=False)
+    G_w = rows.T * np.sqrt(weights)
+    s = np.linalg.svd(G_w, compute_uv=False)
     tail = float(np.sum(s[H:] ** 2))
     total = float(np.sum(s**2))
     s_w = np.linalg.svd(rows.T * weights, compute_uv=False)
@@ -236,6 +284,11 @@ def _tail_mistakes(K: np.ndarray, H: int, weights: np.ndarray) -> list[tuple[str
          float(np.sum(s[H:]))),
         ("the part the H heads keep, sum_{r<=H} sigma_r^2, not the tail sum_{r>H} sigma_r^2",
          float(np.sum(s[:H] ** 2))),
+        ("only sigma_{H+1}^2: the error of H heads is the whole tail sum_{r>H} sigma_r^2 (it is sigma_k^2 "
+         "alone only for H = k - 1, where one nonzero singular value is left)",
+         float(s[H] ** 2) if H < s.size else np.nan),
+        (_ASCENDING, float(np.sum(np.linalg.eigvalsh(G_w @ G_w.T)[H:]))),
+        (_ASCENDING, float(np.sum(np.linalg.eigvalsh(G_w.T @ G_w)[H:]))),
         ("the tail from index H + 1 on: with H heads the first H singular values are kept (s[H:], 0-based)",
          float(np.sum(s[H + 1:] ** 2))),
         ("the tail from index H - 1 on: with H heads the first H singular values are kept (s[H:], 0-based)",
@@ -250,10 +303,16 @@ def _tail_mistakes(K: np.ndarray, H: int, weights: np.ndarray) -> list[tuple[str
     return mistakes
 
 
+#: A wrong tail within this fraction of the total weighted energy agrees to single precision (float32).
+SINGLE_PRECISION = 1e-5
+
+
 def _tail_hint(got: float, value: float, mistakes: list[tuple[str, float]]) -> str:
     """``"; your value is what ... gives"``, naming every mistake whose value is ``got`` (and not the right value)."""
     named = []
     for what, wrong in mistakes:
+        if what in named:
+            continue
         if not np.isfinite(wrong) or abs(wrong - value) <= 1e-6 * max(1.0, abs(value)):
             continue  # this mistake gives the right value here: not a sign of it
         if abs(got - wrong) <= 1e-8 * max(1.0, abs(wrong)):
@@ -270,13 +329,16 @@ def check_optimal_error(optimal_error: Callable) -> CheckResult:
     ``sum_l w_l ||K_l - sum_h c_h(l) V_h||_F^2`` over ``H`` heads: a number (a float, a
     NumPy scalar or an array with one entry). A wrong value that a common mistake gives
     (``w_l`` instead of ``sqrt(w_l)``, weights ignored, singular values not squared, the
-    kept part instead of the tail, an index off by one, divided by ``n`` or by the total,
-    its square root, value maps from the unweighted SVD) is named in the message.
+    kept part instead of the tail, only ``sigma_(H+1)^2``, ``eigvalsh``'s ascending order,
+    an index off by one, divided by ``n`` or by the total, its square root, value maps
+    from the unweighted SVD) is named in the message, which prints both values to 10
+    digits with their difference; a value within ``SINGLE_PRECISION`` of the total that no
+    mistake explains is asked whether it was computed in float32.
     The library's own routines are switched off while the answer runs.
     """
     from ..heads import head_count_curve, white_noise_weights
 
-    def expect(value, mistakes):
+    def expect(value, total, mistakes):
         def test(out, label):
             raw = out
             if isinstance(out, np.ndarray) and out.size == 1:
@@ -288,17 +350,26 @@ def check_optimal_error(optimal_error: Callable) -> CheckResult:
             except (TypeError, ValueError, OverflowError):
                 shape = f" of shape {out.shape}" if isinstance(out, np.ndarray) else ""
                 raise _Fail(f"{label}: expected a number; got {type(out).__name__}{shape}") from None
-            if not np.isfinite(got) or abs(got - value) > 1e-8 * max(1.0, abs(value)):
-                raise _Fail(f"{label}: the minimum is {value:.6g}; got {got:.6g}" + _tail_hint(got, value, mistakes))
+            if not np.isfinite(got):
+                raise _Fail(f"{label}: the minimum is {value:.10g}; got {got}")
+            if abs(got - value) > 1e-8 * max(1.0, abs(value)):
+                gap = abs(got - value) / total if total > 0 else np.inf
+                hint = _tail_hint(got, value, mistakes)
+                if not hint and gap <= SINGLE_PRECISION:
+                    hint = ("; they agree only to single precision: computed in float32? Compute in float64, "
+                            "NumPy's default")
+                raise _Fail(f"{label}: the minimum is {value:.10g}; got {got:.10g} (a difference of "
+                            f"{got - value:.1e}, {gap:.1e} of the total weighted energy sum_l w_l ||K_l||_F^2)"
+                            + hint)
         return test
 
     cases = []
     for label, K in _chapter3_targets():
         n = K.shape[0]
         for H, weights, wname in ((1, np.ones(n), "ones"), (2, white_noise_weights(n), "n - l")):
-            value = float(head_count_curve(K, H, weights)[H])
+            curve = head_count_curve(K, H, weights)    # curve[0]: the total weighted energy
             cases.append((f"optimal_error on {label}, H={H}, weights {wname}", (K, H, weights),
-                          expect(value, _tail_mistakes(K, H, weights))))
+                          expect(float(curve[H]), float(curve[0]), _tail_mistakes(K, H, weights))))
     return _run("Chapter 3: the Eckart-Young tail", _on_its_own(optimal_error), cases,
                 f"the optimal error is right on {len(cases)} cases (plain and white-noise weights)")
 
@@ -309,7 +380,8 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
     Used in Chapter 3, Exercise 3.3.
 
     The answer is a function ``nonnegative_head_count(K)`` returning an integer (a float
-    with an integer value, such as ``2.0``, is accepted as that integer). The cases
+    with an integer value, such as ``2.0``, is accepted as that integer, and so is an
+    array with one entry, such as ``np.array([2])``). The cases
     include ``k = 3`` with a pointed and a non-pointed cone, lags that are exactly zero
     (which a pointing functional must ignore), and three cases that catch plausible
     wrong rules: the rotation with ``(n - 1) theta = 3 < pi`` (``phi = sum_l K_l`` as the
@@ -349,6 +421,8 @@ def check_nonnegative_head_count(nonnegative_head_count: Callable) -> CheckResul
 
     def expect(value):
         def test(out, label):
+            if isinstance(out, np.ndarray) and out.size == 1:
+                out = out.reshape(()).item()   # a one-entry array is its entry, as in Exercise 3.2
             if isinstance(out, (float, np.floating)) and float(out).is_integer():
                 out = int(out)  # 2.0 is the integer 2
             if isinstance(out, (bool, np.bool_)) or not isinstance(out, (int, np.integer)):
