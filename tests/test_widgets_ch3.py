@@ -56,6 +56,23 @@ def test_head_explorer_figure_draws_zeros_a_decade_down_at_a_tick_labelled_0():
     plt.close(fig)
 
 
+def test_head_explorer_figure_breaks_the_axis_between_the_zeros_and_the_log_range():
+    """The "0" tick is not a decade below the smallest value: a grey strip and a break mark say so."""
+    fig = head_explorer_figure("random with lag rank k", n=16, H=2, k=4)
+    left, _, right = fig.axes
+    zero = float(left.get_lines()[1].get_ydata()[0])
+    strips = [p for p in left.patches if p.get_alpha() == 0.12]
+    assert len(strips) == 1
+    assert len(left.collections) == 2                     # the break mark: the gap and the strokes
+    for mark in left.collections:
+        np.testing.assert_allclose(mark.get_offsets()[0, 1], zero * np.sqrt(3.0))   # between 0 and 3 zero
+    assert not right.collections and not right.patches    # no zeros on the right: no break
+    plt.close(fig)
+    fig = head_explorer_figure("random with lag rank k", n=16, H=4, k=4)
+    assert not fig.axes[2].collections                    # only zeros: nothing to set apart
+    plt.close(fig)
+
+
 def test_head_explorer_figure_rejects_negative_heads():
     with pytest.raises(ValueError, match="H must be an integer >= 0"):
         head_explorer_figure(H=-1)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.path import Path
 from matplotlib.ticker import FuncFormatter, LogFormatterSciNotation, LogLocator, MaxNLocator, NullFormatter
+from matplotlib.transforms import blended_transform_factory
 
 from .._validate import check_positive_int
 from .ch2 import FAMILIES, family_system
@@ -43,11 +45,34 @@ class _ZeroLocator(LogLocator):
         return np.r_[self.zero, ticks] if self.mark_zero else ticks
 
 
+#: The break mark: two parallel strokes across the spine, and the gap between them.
+_BREAK_STROKES = Path([(-1.0, -1.0), (1.0, -0.2), (-1.0, 0.2), (1.0, 1.0)],
+                      [Path.MOVETO, Path.LINETO, Path.MOVETO, Path.LINETO])
+_BREAK_GAP = Path([(-0.35, -0.55), (0.35, -0.55), (0.35, 0.55), (-0.35, 0.55), (-0.35, -0.55)],
+                  [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY])
+
+
+def _break_axis(ax, zero: float) -> None:
+    """Set the zeros at ``zero`` apart from the log range: a grey strip up to ``sqrt(3) zero``, and a
+    break mark on the y-axis there (the log axis has no 0; the gap to the strip is not a decade).
+
+    Drawn as patches and scatter marks, not as lines, so that ``ax.get_lines()`` keeps only data.
+    """
+    edge = zero * np.sqrt(3.0)   # between the "0" tick and the first other tick (above 3 zero)
+    ax.axhspan(zero / 3, edge, color="0.5", alpha=0.12, lw=0, zorder=0)
+    spine = blended_transform_factory(ax.transAxes, ax.transData)
+    for marker, face, edges in ((_BREAK_GAP, "white", "none"), (_BREAK_STROKES, "none", "black")):
+        ax.scatter([0.0], [edge], s=90, marker=marker, transform=spine, clip_on=False, zorder=3,
+                   facecolors=face, edgecolors=edges, linewidths=1.0)
+
+
 def _label_zero(ax, zero: float, top: float) -> None:
     """Label the tick at ``zero`` "0" on the log y-axis ``ax``: the triangles there are zeros, not values.
 
     ``top`` is the largest value drawn (0 when every value is zero); below two decades above
     ``3 zero`` the ticks are 1, 2, 5 times powers of ten, so that at least two carry numbers.
+    When values are drawn too, a break mark and a grey strip set the zeros apart
+    (:func:`_break_axis`).
     """
     scientific = LogFormatterSciNotation(labelOnlyBase=False)
     few = top > 0 and top < 300 * zero
@@ -58,6 +83,7 @@ def _label_zero(ax, zero: float, top: float) -> None:
         lambda y, pos: "0" if np.isclose(y, zero, rtol=1e-9, atol=0.0) else scientific(y, pos)))
     if top > 0:
         ax.set_ylim(bottom=zero / 3)
+        _break_axis(ax, zero)
     else:
         ax.set_ylim(zero / 3, zero * 3)
 
@@ -81,7 +107,8 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     counts whose error is below ``1e-12`` of the error with no heads (zero up to
     rounding: ``H >= k``) are drawn as triangles at the bottom of the axis, a decade
     below the smallest nonzero value (not at ``1e-12``, which would stretch the axis
-    over empty decades), at a tick labelled 0. Middle: the coefficients ``c_h(l)`` of
+    over empty decades), at a tick labelled 0, in a grey strip below a break mark on
+    the axis (the gap to the strip is not a decade). Middle: the coefficients ``c_h(l)`` of
     the optimal ``H`` heads, one marker and line style per head (each is a combination
     ``sum_m <V_h, R_m>_F lambda_m^l`` of the modal sequences of a diagonalisable ``A``).
     Right: ``||K_l - Khat_l||_F`` per lag (log scale), with lags matched to rounding drawn
@@ -149,7 +176,7 @@ def head_explorer_figure(family: str = "random with lag rank k", n: int = 16, H:
     a1.axhline(0.0, color="gray", lw=0.5)
     a1.set_xlabel("lag $l$")
     a1.xaxis.set_major_locator(MaxNLocator(integer=True))
-    a1.set_title(f"coefficients of the {H} heads")
+    a1.set_title(f"coefficients of the {H} head{'' if H == 1 else 's'}")
     if 0 < H <= 6:
         a1.legend(fontsize=7)
     lag_floor = ZERO_FLOOR * float(np.sqrt(np.einsum("lpd,lpd->l", K, K)).max() or 1.0)
