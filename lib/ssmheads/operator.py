@@ -42,8 +42,23 @@ def _operator(W) -> np.ndarray:
 
 def _safe_scale(arr: np.ndarray) -> float:
     """1.0 when squares of ``arr`` neither overflow nor underflow, else ``max |arr|`` (to divide by)."""
-    top = float(np.max(np.abs(arr))) if arr.size else 0.0
+    top = max(float(np.max(arr)), -float(np.min(arr))) if arr.size else 0.0  # max |arr|, no copy of arr
     return top if (top > 1e150 or 0.0 < top < 1e-150) else 1.0
+
+
+#: The functions that read a whole operator ``W`` work on blocks of its rows of at most this many
+#: entries (32 MiB), so that their temporaries stay small whatever the size of ``W``.
+_ROW_ENTRIES = 2**22
+#: Most blocks whose spectral norms :func:`block_norms` computes (one SVD each, about a
+#: microsecond): ``2^20`` (``n = 1024``), about a second here; the Frobenius norms have no such limit.
+MAX_SPECTRAL_BLOCKS = 2**20
+
+
+def _rows(W: np.ndarray):
+    """Slices of the first axis of ``W`` whose rows hold at most :data:`_ROW_ENTRIES` entries together."""
+    per_row = max(1, W[0].size) if W.shape[0] else 1
+    step = max(1, _ROW_ENTRIES // per_row)
+    return [slice(a, min(a + step, W.shape[0])) for a in range(0, W.shape[0], step)]
 
 
 def _toeplitz(K: np.ndarray, n: int) -> np.ndarray:
@@ -89,11 +104,16 @@ def apply_interaction(W, X) -> np.ndarray:
     X = as_array("X", X, 2, "(n, d)")
     check_size("X", X, 0, W.shape[0], "the sequence length n of W")
     check_size("X", X, 1, W.shape[3], "the token width d of W")
+    n, _, p, d = W.shape
+    x = X.reshape(-1)  # (n d,): token j's features at j d ... j d + d - 1
+    Y = np.empty((n, p))
     with np.errstate(over="ignore", invalid="ignore"):
-        Y = np.einsum("ijpd,jd->ip", W, X)
+        for rows in _rows(W):  # y_i = sum_j W[i, j] x_j: block rows of W as a matrix (r p, n d) times x
+            Y[rows] = (W[rows].transpose(0, 2, 1, 3).reshape(-1, n * d) @ x).reshape(-1, p)
     if not np.all(np.isfinite(Y)):
         raise ValueError(f"W and X are too large together: W X overflows the largest float (max |W| = "
-                         f"{np.max(np.abs(W)):.3e}, max |X| = {np.max(np.abs(X)):.3e}); rescale W or X")
+                         f"{max(float(np.max(W)), -float(np.min(W))):.3e}, max |X| = {np.max(np.abs(X)):.3e}); "
+                         "rescale W or X")
     return Y
 
 
@@ -148,17 +168,25 @@ def block_norms(W, ord: str = "fro") -> np.ndarray:
     W = _operator(W)
     if not isinstance(ord, str) or ord not in ("fro", "spectral"):
         raise ValueError(f"ord must be 'fro' or 'spectral'; got {ord!r}")
+    blocks = W.shape[0] * W.shape[1]
+    if ord == "spectral" and blocks > MAX_SPECTRAL_BLOCKS:
+        raise ValueError(f"W has {blocks} blocks (n = {W.shape[0]}): their spectral norms (an SVD each) are above "
+                         f"the limit of {MAX_SPECTRAL_BLOCKS} blocks (about a second here); use ord='fro', or the "
+                         "blocks of a window of W")
     return _block_norms(W, ord)
 
 
 def _block_norms(W: np.ndarray, ord: str) -> np.ndarray:
     """Core of :func:`block_norms` on a checked ``W`` of shape ``(n, n, p, d)``: norms ``(n, n)``."""
     scale = _safe_scale(W)  # entries beyond 1e150 or below 1e-150: square after dividing by max |W|
-    if scale != 1.0:
-        return scale * _block_norms(W / scale, ord)
-    if ord == "fro":
-        return np.sqrt(np.einsum("ijpd,ijpd->ij", W, W))
-    return np.linalg.norm(W, ord=2, axis=(2, 3))
+    norms = np.empty(W.shape[:2])
+    for rows in _rows(W):  # block rows: no temporary of the size of W
+        Wb = W[rows] if scale == 1.0 else W[rows] / scale
+        if ord == "fro":
+            norms[rows] = np.sqrt(np.einsum("ijpd,ijpd->ij", Wb, Wb))
+        else:
+            norms[rows] = np.linalg.norm(Wb, ord=2, axis=(2, 3))
+    return norms if scale == 1.0 else scale * norms
 
 
 def causality_violation(W) -> float:
@@ -203,7 +231,11 @@ def toeplitz_deviation(W) -> float:
     if W.shape[0] < 2:
         return 0.0
     scale = _safe_scale(W)
-    return scale * float(np.max(np.abs(W[1:, 1:] / scale - W[:-1, :-1] / scale)))
+    worst = 0.0
+    for rows in _rows(W[1:]):  # block rows of W[i + 1, j + 1] - W[i, j]: no temporary of the size of W
+        a, b = rows.start, rows.stop
+        worst = max(worst, float(np.max(np.abs(W[a + 1:b + 1, 1:] / scale - W[a:b, :-1] / scale))))
+    return scale * worst
 
 
 #: Most unit probes (``n d``) :func:`operator_of_linear_map` evaluates ``f`` on: 4096, about a
