@@ -496,7 +496,7 @@ def gelfand_constant(A, rho_bar: float, max_lag: int | None = None) -> float:
     The ratio falls at most by ``rho(A) / rho_bar`` per lag, so the search needs at
     least ``log 2 / log(rho_bar / rho(A))`` powers. The walk forms at most as many
     powers as fit in about a quarter of a second (``_kappa_steps(N)``: 5000 for small
-    ``N``, about 1000 at ``N = 64``, 200 at 128, 16 from 256 on): when it would need more, or has
+    ``N``, about 1000 at ``N = 64``, 200 at 128, 25 at 256, 16 at 512): when it would need more, or has
     not ended by then, the function raises a ``ValueError`` naming ``rho_bar``
     rather than run for minutes (:func:`decay_bound` bounds ``kappa`` instead). A
     ``max_lag`` given by the caller truncates the search: the supremum over
@@ -574,7 +574,7 @@ def _gelfand_constant(A: np.ndarray, rho_bar, max_lag: int | None = None) -> flo
                 f"or use decay_bound, which bounds kappa")
     U, log_c = _unit_power_base(A, rho_bar)
     log_peak, ended, _, _ = _walk_powers(U, log_c, max_lag if truncate else steps, inclusive=truncate,
-                                         rho_bar=rho_bar)
+                                         rho_bar=rho_bar, top=float(np.max(np.abs(A))))
     if ended or truncate:
         return math.exp(log_peak)
     raise ValueError(f"the ratio ||A^l|| / rho_bar^l (rho_bar = {rho_bar!r}, spectral radius of A {rho:.6g}) "
@@ -590,7 +590,7 @@ def _unit_power_base(A: np.ndarray, rho_bar: float) -> tuple[np.ndarray, float]:
 
 
 def _walk_powers(U: np.ndarray, log_c: float, steps: int, inclusive: bool = False, rho_bar: float = 1.0,
-                 spectral: bool = True):
+                 spectral: bool = True, top: float = float("nan")):
     """Walk the norms of ``T^q``, ``T = exp(log_c) U``, for ``q = 1, ..., steps``.
 
     The spectral norm, or with ``spectral=False`` the Frobenius norm, an upper bound on it that
@@ -599,7 +599,7 @@ def _walk_powers(U: np.ndarray, log_c: float, steps: int, inclusive: bool = Fals
     if it did not end, ``q <= steps`` with ``inclusive``; ``||T^0|| = 1``), whether it ended, and (if
     not) ``T^steps = exp(log_P) P`` with ``||P|| = 1``. Each power is normalised as it is formed, so
     the walk neither overflows nor underflows; a norm beyond the largest float raises
-    :class:`_KappaOverflow` (naming ``A``).
+    :class:`_KappaOverflow` (naming ``A``, whose largest entry is ``top``).
     """
     P = np.eye(U.shape[0])
     log_scale, log_peak = 0.0, 0.0  # T^0 = I: spectral norm 1
@@ -612,10 +612,11 @@ def _walk_powers(U: np.ndarray, log_c: float, steps: int, inclusive: bool = Fals
         if log_norm <= _LOG_HALF:
             return log_peak, True, None, log_norm
         if log_norm > _LOG_MAX:
+            value = "" if spectral else "a bound on "
             raise _KappaOverflow(
-                f"A has ||A^l|| / rho_bar^l = exp({log_norm:.6g}) > the largest float at a lag l >= {q}, so "
-                f"kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale A's off-normal part "
-                f"(largest entry {np.max(np.abs(U)) * math.exp(log_c) * rho_bar:.3e}) or use a normal A")
+                f"A has {value}||A^l|| / rho_bar^l = exp({log_norm:.6g}) > the largest float at a lag l >= {q}, "
+                f"so kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale A's off-normal part "
+                f"(largest entry {top:.3e}) or use a normal A")
         if q < steps or inclusive:
             log_peak = max(log_peak, log_norm)
         P /= size
@@ -640,7 +641,8 @@ def _kappa_bound(A: np.ndarray, rho_bar: float) -> tuple[float, bool]:
     log_bound = 0.0
     for level in range(_KAPPA_LEVELS):
         steps = exact_steps if level == 0 else max(2, remaining // 2)
-        log_peak, ended, P, log_P = _walk_powers(U, log_c, steps, rho_bar=rho_bar, spectral=level == 0)
+        log_peak, ended, P, log_P = _walk_powers(U, log_c, steps, rho_bar=rho_bar, spectral=level == 0,
+                                                 top=float(np.max(np.abs(A))))
         log_bound += log_peak
         if log_bound > _LOG_MAX:
             raise _KappaOverflow(
