@@ -337,3 +337,47 @@ def test_every_layer_guard_is_a_total():
     """The guard of every layer's interaction goes through check_total (a layer's _interaction_entries)."""
     for name, layer in _layers().items():
         assert isinstance(layer, _Layer) and callable(getattr(layer, "_interaction_entries", None)), name
+
+
+# ---------------------------------------------------------------- the block-by-block forms equal the direct ones
+
+def test_mamba2_coefficients_by_blocks_equal_the_segment_sum_formula(monkeypatch):
+    g = np.random.default_rng(7).standard_normal
+    layer = ar.Mamba2(g((6, 2)), g((2, 6)), g((3, 2)), g((3, 2)), g((3, 2)), 3, A_log=g(3), dt_bias=g(3))
+    X = g((50, 2))
+    _, Delta, log_a, Bt, Ct = layer._projections(X)
+    direct = np.exp(ar._segsum(log_a.T)) * Delta.T[:, None, :] * (Ct @ Bt.T)[None]
+    np.testing.assert_array_equal(layer.coefficients(X), direct)  # one block: the same sums in the same order
+    monkeypatch.setattr(ar, "_BLOCK_ENTRIES", 3 * 7 * 3)  # blocks of 7 rows: sums carried from block to block
+    np.testing.assert_allclose(layer.coefficients(X), direct, rtol=1e-11, atol=0)
+    W = layer.interaction(X)
+    np.testing.assert_allclose(W, np.einsum("hts,hpd->tspd", direct, layer.value_maps()), rtol=1e-11, atol=1e-14)
+
+
+def test_operator_readers_by_blocks_equal_the_direct_formulas(monkeypatch):
+    from ssmheads import operator as op
+    rng = np.random.default_rng(8)
+    W, X = rng.standard_normal((23, 23, 3, 2)), rng.standard_normal((23, 2))
+    for scale in (1.0, 1e200, 1e-200):
+        expected = (np.einsum("ijpd,jd->ip", W, X) * scale, np.sqrt(np.einsum("ijpd,ijpd->ij", W, W)) * scale,
+                    np.max(np.abs(W[1:, 1:] - W[:-1, :-1])) * scale)
+        for entries in (op._ROW_ENTRIES, 3 * 23 * 6):  # one block; blocks of 3 rows
+            monkeypatch.setattr(op, "_ROW_ENTRIES", entries)
+            np.testing.assert_allclose(sh.apply_interaction(W * scale, X), expected[0], rtol=1e-13)
+            np.testing.assert_allclose(sh.block_norms(W * scale), expected[1], rtol=1e-14)
+            assert sh.toeplitz_deviation(W * scale) == pytest.approx(expected[2], rel=1e-14)
+            assert sh.causality_violation(W * scale) == pytest.approx(np.max(np.triu(expected[1], 1)), rel=1e-14)
+    with pytest.raises(ValueError, match=r"^W has 1050625 blocks \(n = 1025\): their spectral norms"):
+        sh.block_norms(np.zeros((1025, 1025, 1, 1)), "spectral")
+
+
+def test_recurrences_refuse_sequences_longer_than_max_scan():
+    from ssmheads.models import MAX_SCAN
+    X = np.ones((MAX_SCAN + 1, 2))
+    ssm = sh.LinearSSM(0.5 * E2, E2, E2)
+    _refused_at_once(lambda: ssm.forward(X), r"^X has 262145 tokens: the recurrence would take 262145 steps")
+    retention = ar.Retention(E2, E2, E2, 0.9)
+    _refused_at_once(lambda: retention.recurrent_forward(X), r"use chunkwise_forward")
+    _refused_at_once(lambda: retention.chunkwise_forward(X, 2), r"^X has 262145 tokens: chunk = 2 makes 131073 chunks")
+    Y = retention.chunkwise_forward(X, 64)  # 4097 chunks
+    assert Y.shape == X.shape and np.all(np.isfinite(Y))
