@@ -126,6 +126,29 @@ def _numbered_directives() -> list[tuple[str, str, str, str]]:
     return found
 
 
+def figure_numbers() -> dict[str, tuple[str, str]]:
+    """``{"Figure 3.1": (label, notebook)}``: the chapters' figures, numbered as Sphinx numbers them.
+
+    A figure is a code cell with a caption and a label in its myst-nb metadata
+    (``mystnb.figure``, written by tools/figure_alt.py) and an image output; they are
+    counted in document order within each chapter.
+    """
+    found = {}
+    for stem, chapter in chapter_numbers().items():
+        nb = json.loads((ROOT / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+        count = 0
+        for cell in nb["cells"]:
+            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}) if cell["cell_type"] == "code" else {}
+            images = any(m.startswith("image/") for out in cell.get("outputs", []) for m in out.get("data", {}))
+            if figure.get("name") and figure.get("caption") and images:
+                count += 1
+                found[f"Figure {chapter}.{count}"] = (figure["name"], stem)
+    return found
+
+
+FIGURE = re.compile(r"\bFigure[ \t~]+(?P<chapter>\d+)\.(?P<index>\d+)\b")
+
+
 def book_numbers() -> dict[str, tuple[str, str]]:
     """``{"Theorem 3.1": (label, notebook)}`` for every numbered result and exercise of the book."""
     return {number: (label, stem) for number, label, _, stem in _numbered_directives()}
@@ -175,6 +198,27 @@ def test_book_numbers_name_results_that_exist():
     wrong = sorted({(where, m.group(0)) for where, text in reader_facing_texts()
                     for m in DOTTED.finditer(text) if m.group(0) not in numbers})
     assert not wrong, f"no such result in the book: {wrong}"
+
+
+def test_figure_numbers_name_figures_that_exist():
+    """A "Figure 3.2" in the text, a docstring or a page is a figure the book has."""
+    figures = figure_numbers()
+    assert len(figures) >= 12, f"only {len(figures)} numbered figures: run python tools/figure_alt.py"
+    wrong = sorted({(where, m.group(0)) for where, text in reader_facing_texts()
+                    for m in FIGURE.finditer(text) if m.group(0) not in figures})
+    assert not wrong, f"no such figure in the book: {wrong}"
+
+
+def test_figure_numbers_match_the_built_site():
+    """Every computed figure number is the one the built site's <figcaption> shows (when a site is built)."""
+    pages = built_chapter_pages(BUILT, CHAPTERS)
+    rendered = {}
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r'<figure[^>]*\bid="(?P<label>[\w-]+)"[^>]*>.*?<span class="caption-number">'
+                             r'(?P<number>[^<]*)</span>', text, re.S):
+            rendered[" ".join(m.group("number").split())] = m.group("label")
+    assert {number: label for number, (label, _) in figure_numbers().items()} == rendered
 
 
 # --------------------------------------------------------------------------- the right result

@@ -424,7 +424,7 @@ def test_the_build_check_reports_a_number_that_differs_from_sphinx():
     label = BOOK.pages[BOOK.docname_of(CHAPTERS[2])].exercises[0]
     docname = BOOK.labels[label].docname
     broken.toc_fignumbers[docname]["exercise"][label] = (3, 9)
-    broken.toc_fignumbers[docname]["figure"] = {"fig-x": (3, 1)}
+    broken.toc_fignumbers[docname].setdefault("figure", {})["fig-x"] = (3, 1)
     problems = portable_downloads.number_differences(BOOK, broken)
     assert len(problems) == 2 and label in problems[0] and "fig-x" in problems[1]
 
@@ -591,6 +591,45 @@ def test_a_citation_followed_by_a_parenthesis_is_an_error(tmp_path):
         "One, Two, and Three [2020] and [One *et al.*, 2020, van Solo, 1999]"
 
 
+def figure_cell(label: str, caption: str, image: bool = True):
+    cell = nbformat.v4.new_code_cell("plt.plot([1, 2])\nplt.show()", outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})] if image else [])
+    cell.metadata["mystnb"] = {"figure": {"caption": caption, "name": label}, "image": {"alt": "alt"}}
+    return cell
+
+
+def test_figures_are_numbered_and_captioned_under_their_cell(tmp_path):
+    root = small_book(tmp_path)
+    path = root / "ch" / "02_b.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1:1] = [nbformat.v4.new_markdown_cell("**What to notice.** Rising. See {numref}`fig-02-rise` "
+                                                   "and {ref}`fig-02-fall`."),
+                     figure_cell("fig-02-rise", "The line rises like $x^2$."),
+                     figure_cell("fig-02-fall", "The line falls.")]
+    nbformat.write(nb, path)
+    book = portable.Book(root)
+    assert book.labels["fig-02-rise"].number == (2, 1) and book.labels["fig-02-fall"].number == (2, 2)
+    assert book.labels["fig-02-rise"].kind == "figure" and book.labels["fig-02-rise"].anchor == "fig-02-rise"
+    out = portable.portable_notebook(path, book)
+    sources = [c.source for c in out.cells]
+    k = next(i for i, c in enumerate(out.cells) if c.cell_type == "code" and "plt.show()" in c.source)
+    assert sources[k + 1] == "**Figure 2.1.** The line rises like $x^2$."
+    assert sources[k + 3] == "**Figure 2.2.** The line falls."
+    assert out.cells[k + 1].id == out.cells[k].id + "-caption"
+    url = "https://org.github.io/repo/ch/02_b.html"
+    assert f"See [Figure 2.1]({url}#fig-02-rise) and [The line falls.]({url}#fig-02-fall)." in sources[k - 1]
+    # the code cells and their outputs are the source's
+    assert [c for c in out.cells if c.cell_type == "code"][:2] == [nb.cells[2], nb.cells[3]]
+    # a student version (outputs cleared) keeps the captions and the numbers
+    student = portable.portable_notebook(path, book, kind="student")
+    assert "**Figure 2.2.** The line falls." in [c.source for c in student.cells]
+    # a cell with figure options but no image is no figure: Sphinx numbers none (book_figures.py)
+    nb.cells[2].outputs = []
+    nbformat.write(nb, path)
+    book = portable.Book(root)
+    assert "fig-02-rise" not in book.labels and book.labels["fig-02-fall"].number == (2, 1)
+
+
 def test_works_that_read_alike_name_all_their_authors(tmp_path):
     """Two works whose short labels would be the same ("Gu et al., 2022") are told apart."""
     root = small_book(tmp_path)
@@ -659,6 +698,10 @@ def site_numbers(html_file: Path) -> tuple[dict[str, str], list[str]]:
         eqno = eq.select_one(".eqno")
         if eqno is not None:
             numbers[eq["id"]] = eqno.get_text().replace("#", "").strip()
+    for figure in soup.select("main figure[id]"):
+        caption = figure.select_one("figcaption .caption-number")
+        if caption is not None:
+            numbers[figure["id"]] = " ".join(caption.get_text().split())
     sections = [s.get_text().strip().rstrip(".") for h in soup.select("main h2, main h3, main h4")
                 for s in h.select("span.section-number")]
     return numbers, sections
@@ -684,6 +727,8 @@ def test_numbers_match_the_built_site(chapter):
             assert f"\\tag{{{shown[1:-1]}}}" in text
         elif shown.startswith("Exercise"):
             assert re.search(rf"^#+ {re.escape(shown)} \(", text, re.M), shown
+        elif shown.startswith("Figure"):
+            assert re.search(rf"^\*\*{re.escape(shown)}\.\*\* ", text, re.M), shown
         else:
             assert f"**{shown}**" in text
 

@@ -1,21 +1,36 @@
 #!/usr/bin/env python3
-"""Alt text for the chapters' figures, from the "What to notice" the reader sees.
+"""Alt text, caption and label of the chapters' figures, from the "What to notice" the reader sees.
 
 Usage: python tools/figure_alt.py [--check] [NOTEBOOK ...]   (default: chapters/*.ipynb)
 
 Every figure of a chapter is drawn by a code cell (it calls ``plt.show()`` or stores an
 image output). The nearest markdown cell above it holds one block that starts with
 ``**What to notice.**``: a paragraph, or that line followed by a list. That block is the
-single source. This tool turns it into plain text (Markdown emphasis and code marks
-dropped, the little TeX it may contain written in Unicode: ``$\\rho^L$`` -> ``ρ^L``) and
-stores it in the figure cell's metadata as ``mystnb.image.alt``, which myst-nb writes
-into the ``alt`` attribute of the figure's ``<img>`` on the site.
+single source, and its first sentence is a one-line summary of the figure. From it this
+tool writes three entries of the figure cell's metadata (myst-nb reads them):
 
-Without ``--check`` it updates the notebooks (their outputs are untouched). With
-``--check`` it changes nothing and exits 1 if an alt text is missing or differs from
-its source (tests/test_figures_a11y.py runs the same check). A "What to notice" block
-that is missing, appears twice, or holds markup that has no plain-text form (a
-cross-reference role, an unknown TeX command) is an error naming the cell.
+* ``mystnb.image.alt``: the whole block as plain text (Markdown emphasis and code marks
+  dropped, the little TeX it may contain written in Unicode: ``$\\rho^L$`` -> ``ρ^L``),
+  the ``alt`` of the figure's ``<img>`` on the site;
+* ``mystnb.figure.caption``: the block's first sentence, as Markdown on one line (its
+  math stays math). myst-nb wraps the cell's image in a figure with this caption, which
+  Sphinx numbers per chapter like the theorems: "Figure 3.2" on the site, in the PDF
+  (the LaTeX writer's numbered ``\\caption``) and, through tools/portable.py, in the
+  portable notebooks;
+* ``mystnb.figure.name``: the figure's label, ``fig-<chapter>-<slug>`` (``fig-03-heads-
+  trained-gradient-descent``), made once from the chapter's number and the caption's
+  first words and then kept, so that ``{numref}`fig-03-...``` in the text stays valid
+  when the caption is reworded. A label written by hand is kept too, if it is
+  well formed and unique.
+
+Without ``--check`` it updates the notebooks' cell metadata (sources and outputs are
+untouched). With ``--check`` it changes nothing and exits 1 if an alt text or caption is
+missing or differs from its source, or a label is missing, malformed or used twice
+(tests/test_figures_a11y.py runs the same check). A "What to notice" block that is
+missing, appears twice, or holds markup that has no plain-text form (a cross-reference
+role, an unknown TeX command) is an error naming the cell, and so is a figure cell
+whose outputs hold more or fewer than one image (one caption, one number). Both modes
+print a note, not an error, for a caption longer than CAPTION_NOTE characters.
 """
 from __future__ import annotations
 
@@ -28,6 +43,19 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = "**What to notice.**"
+#: A figure label: fig-<chapter>-<slug>, lower-case words joined by hyphens.
+NAME = re.compile(r"^fig-[a-z0-9]+(?:-[a-z0-9]+)+$")
+#: Captions longer than this (in characters of Markdown) are reported as a note: a caption
+#: should read as one line under the figure.
+CAPTION_NOTE = 200
+#: Words that end in a period without ending a sentence.
+_ABBREVIATIONS = ("e.g.", "i.e.", "cf.", "vs.", "etc.", "al.", "Fig.", "Figs.", "Eq.", "Eqs.",
+                  "resp.", "approx.", "No.", "Sec.", "Ch.")
+#: Words left out of a label's slug.
+_SLUG_STOPWORDS = {"a", "an", "the", "of", "and", "or", "to", "in", "on", "at", "for", "by", "with",
+                   "its", "it", "is", "are", "be", "from", "as", "each", "every", "that", "than",
+                   "this", "these", "their", "both", "same", "which", "what", "how", "s", "one",
+                   "against", "across", "per", "into", "over", "left", "right", "top", "bottom"}
 
 # TeX commands a "What to notice" block may use, and their plain-text form.
 _SYMBOLS = {
@@ -148,17 +176,116 @@ def plain_text(block: str, where: str = "cell") -> str:
     return text
 
 
+def first_sentence(block: str) -> str:
+    """The first sentence of a "What to notice" block, as Markdown on one line (its caption).
+
+    A list block gives the first sentence of its first item. A sentence ends at ``.``,
+    ``!`` or ``?`` followed by a space and a character that is not a lower-case letter,
+    outside math (``$...$``) and code spans, and not after an abbreviation (e.g., i.e.,
+    et al., ...) or a single capital initial.
+    """
+    text = " ".join(re.sub(r"^\s*([-*+]|\d+\.)\s+", "", block.strip()).split())
+    text = re.split(r"\s(?:[-*+]|\d+\.)\s", text)[0] if re.match(r"\s*([-*+]|\d+\.)\s", block) else text
+    i, n, math, code = 0, len(text), False, False
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "`" and not math:
+            code = not code
+        elif ch == "$" and not code:
+            math = not math
+        elif ch in ".!?" and not math and not code and i + 2 < n and text[i + 1] == " " \
+                and not text[i + 2].islower():
+            word = text[:i + 1].rsplit(" ", 1)[-1].lstrip("(")
+            if word not in _ABBREVIATIONS and not re.fullmatch(r"[A-Z]\.", word):
+                return text[:i + 1]
+        i += 1
+    return text
+
+
+def figure_slug(caption: str, words: int = 4) -> str:
+    """Up to ``words`` words of a caption's prose (no math), lower case, joined by hyphens."""
+    prose = re.sub(r"\$[^$]*\$|`[^`]*`", " ", caption)
+    prose = prose.lower().replace("\u2019", "'")
+    found = [w for w in re.findall(r"[a-z0-9]+", re.sub(r"'s\b", "", prose)) if w not in _SLUG_STOPWORDS]
+    return "-".join(found[:words]) or "figure"
+
+
+def chapter_tag(name: str) -> str:
+    """The chapter part of a figure label: the notebook's leading number (03_head_count -> 03)."""
+    stem = Path(name).stem
+    m = re.match(r"(\d+)", stem)
+    return m.group(1) if m else (re.sub(r"[^a-z0-9]+", "", stem.lower()) or "nb")
+
+
+def _notice_of(nb, index: int, name: str) -> str:
+    """The "What to notice" block (Markdown) of the figure cell ``index``."""
+    above = next((j for j in range(index - 1, -1, -1) if nb["cells"][j]["cell_type"] == "markdown"), None)
+    where = f"{name}, figure cell {index}"
+    if above is None:
+        raise AltTextError(f"{where}: no markdown cell above it")
+    return notice_block(_source(nb["cells"][above]), where)
+
+
+def _images(cell) -> int:
+    """How many outputs of a cell hold an image."""
+    return sum(any(m.startswith("image/") for m in out.get("data", {})) for out in cell.get("outputs", []))
+
+
+def captions(nb, name: str = "notebook") -> dict[int, str]:
+    """``{index of a figure cell: its caption}``: the first sentence of its "What to notice"."""
+    found = {}
+    for index, cell in enumerate(nb["cells"]):
+        if not is_figure_cell(cell):
+            continue
+        where = f"{name}, figure cell {index}"
+        images = _images(cell)
+        if images != 1:
+            raise AltTextError(f"{where}: {images} image outputs; a captioned figure cell shows exactly one "
+                               "(one caption, one number): split the cell or run it again")
+        caption = first_sentence(_notice_of(nb, index, name))
+        plain_text(caption, where)      # the same markup rules as the alt text
+        found[index] = caption
+    return found
+
+
+def stored_figure(cell) -> dict:
+    """The ``mystnb.figure`` options stored in a cell's metadata (empty if none)."""
+    return dict(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}) or {})
+
+
+def figure_names(nb, name: str = "notebook") -> dict[int, str]:
+    """``{index of a figure cell: its label}``: the stored one, or a new ``fig-<chapter>-<slug>``."""
+    tag = chapter_tag(name)
+    found, used = {}, set()
+    caps = captions(nb, name)
+    for index in caps:                  # the labels already given are kept
+        stored = stored_figure(nb["cells"][index]).get("name")
+        if stored and NAME.match(str(stored)) and stored not in used:
+            found[index] = str(stored)
+            used.add(str(stored))
+    for index, caption in caps.items():
+        if index in found:
+            continue
+        base = f"fig-{tag}-{figure_slug(caption)}"
+        label, k = base, 2
+        while label in used:
+            label, k = f"{base}-{k}", k + 1
+        found[index] = label
+        used.add(label)
+    return found
+
+
 def alt_texts(nb, name: str = "notebook") -> dict[int, str]:
     """``{index of a figure cell: its alt text}`` from the notebook's "What to notice" blocks."""
     found = {}
     for index, cell in enumerate(nb["cells"]):
         if not is_figure_cell(cell):
             continue
-        above = next((j for j in range(index - 1, -1, -1) if nb["cells"][j]["cell_type"] == "markdown"), None)
         where = f"{name}, figure cell {index}"
-        if above is None:
-            raise AltTextError(f"{where}: no markdown cell above it")
-        found[index] = plain_text(notice_block(_source(nb["cells"][above]), where), where)
+        found[index] = plain_text(_notice_of(nb, index, name), where)
     return found
 
 
@@ -168,7 +295,7 @@ def stored_alt(cell) -> str | None:
 
 
 def drift(nb, name: str = "notebook") -> list[str]:
-    """What is wrong with the stored alt texts of ``nb`` (empty when all agree with their source)."""
+    """What is wrong with the stored alt texts, captions and labels of ``nb`` (empty when all agree)."""
     problems = []
     for index, text in alt_texts(nb, name).items():
         stored = stored_alt(nb["cells"][index])
@@ -176,24 +303,64 @@ def drift(nb, name: str = "notebook") -> list[str]:
             problems.append(f"{name}, figure cell {index}: no alt text (mystnb.image.alt)")
         elif stored != text:
             problems.append(f"{name}, figure cell {index}: alt text differs from its 'What to notice'")
+    seen: dict[str, int] = {}
+    for index, caption in captions(nb, name).items():
+        figure = stored_figure(nb["cells"][index])
+        where = f"{name}, figure cell {index}"
+        if "caption" not in figure:
+            problems.append(f"{where}: no caption (mystnb.figure.caption)")
+        elif figure["caption"] != caption:
+            problems.append(f"{where}: caption differs from the first sentence of its 'What to notice'")
+        label = figure.get("name")
+        if not label:
+            problems.append(f"{where}: no label (mystnb.figure.name)")
+        elif not NAME.match(str(label)):
+            problems.append(f"{where}: label {label!r} is not of the form fig-<chapter>-<words>")
+        elif label in seen:
+            problems.append(f"{where}: label {label!r} is also the label of figure cell {seen[label]}")
+        else:
+            seen[label] = index
+    for index, cell in enumerate(nb["cells"]):
+        if stored_figure(cell) and not is_figure_cell(cell):
+            problems.append(f"{name}, cell {index}: figure options (mystnb.figure) on a cell that draws no figure")
     return problems
 
 
 def update(nb, name: str = "notebook") -> int:
-    """Store each figure's alt text in its cell metadata; returns how many changed."""
-    changed = 0
+    """Store each figure's alt text, caption and label in its cell metadata; returns how many cells changed."""
+    changed = set()
     for index, text in alt_texts(nb, name).items():
         cell = nb["cells"][index]
         if stored_alt(cell) != text:
             cell["metadata"].setdefault("mystnb", {}).setdefault("image", {})["alt"] = text
-            changed += 1
-    return changed
+            changed.add(index)
+    names = figure_names(nb, name)
+    for index, caption in captions(nb, name).items():
+        cell = nb["cells"][index]
+        figure = cell["metadata"].setdefault("mystnb", {}).setdefault("figure", {})
+        if figure.get("caption") != caption or figure.get("name") != names[index]:
+            figure["caption"], figure["name"] = caption, names[index]
+            changed.add(index)
+    for index, cell in enumerate(nb["cells"]):
+        mystnb = cell.get("metadata", {}).get("mystnb", {})
+        if "figure" in mystnb and not is_figure_cell(cell):      # the cell no longer draws a figure
+            del mystnb["figure"]
+            changed.add(index)
+    return len(changed)
+
+
+def notes(nb, name: str = "notebook") -> list[str]:
+    """Remarks that are not errors: captions too long to read as one line."""
+    return [f"{name}, figure cell {index}: the caption has {len(caption)} characters (over {CAPTION_NOTE}); "
+            f"its 'What to notice' should open with a one-line summary: {caption[:60]}..."
+            for index, caption in captions(nb, name).items() if len(caption) > CAPTION_NOTE]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 on a missing or stale alt text")
+    parser.add_argument("--check", action="store_true",
+                        help="change nothing; exit 1 on a missing or stale alt text, caption or label")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "chapters").glob("*.ipynb"))
     status = 0
@@ -209,7 +376,11 @@ def main(argv=None) -> int:
                 changed = update(nb, path.name)
                 if changed:
                     nbformat.write(nb, path)
-                print(f"{path.name}: {len(alt_texts(nb, path.name))} figures, {changed} alt texts updated")
+                labels = ", ".join(figure_names(nb, path.name).values())
+                print(f"{path.name}: {len(alt_texts(nb, path.name))} figures ({labels}), "
+                      f"{changed} updated")
+            for note in notes(nb, path.name):
+                print(f"note: {note}")
         except AltTextError as exc:
             print(f"error: {exc}", file=sys.stderr)
             status = 1

@@ -34,13 +34,17 @@ checkable with nbval):
   style prints them, in square brackets: ``{cite}`` "[Press et al., 2022]" (several works
   in the bibliography's order, separated by commas), ``{cite:t}`` "Press et al. [2022]";
   the works cited are listed at the end;
+* a figure (a code cell whose metadata holds myst-nb's ``mystnb.figure`` caption and
+  name, written by tools/figure_alt.py) is followed by a markdown cell with its number
+  and caption, "**Figure 3.2.** Heads trained by gradient descent reach ...", the
+  number the site's ``<figcaption>`` shows; ``{numref}`` to its label reads "Figure 3.2";
 * labelled equations get the site's number as ``\\tag{2.1}``; bare amsmath
   environments and ``{math}`` directives are wrapped in ``$$``; ``{math}`` roles become
   ``$...$``; ``(label)=`` targets are dropped; headings get the site's section numbers.
 
 Numbers are computed here, not read from a build: chapter N is the N-th entry of the
-numbered part of _toc.yml, and theorems (per kind), exercises, labelled equations and
-sections are counted in document order within each chapter, as sphinx-proof,
+numbered part of _toc.yml, and theorems (per kind), exercises, figures, labelled equations
+and sections are counted in document order within each chapter, as sphinx-proof,
 sphinx-exercise and Sphinx number them. ``book/_ext/portable_downloads.py`` compares
 these numbers with Sphinx's own on every site build (a mismatch is a build warning),
 and tests/test_portable.py compares them with a built site's HTML.
@@ -264,6 +268,37 @@ def _strip_front_matter(text: str) -> str:
     return text
 
 
+def figure_options(cell) -> tuple[str, str] | None:
+    """``(label, caption)`` of a figure cell (myst-nb's ``mystnb.figure`` metadata), else None.
+
+    Sphinx numbers a figure that has both a caption and a label; book/_ext/book_figures.py
+    makes the cell's image output that figure (a cell without an image has none, unless
+    it is a student version, whose outputs are cleared).
+    """
+    if cell.get("cell_type") != "code":
+        return None
+    figure = (cell.get("metadata", {}).get("mystnb", {}) or {}).get("figure") or {}
+    name, caption = str(figure.get("name", "")).strip(), str(figure.get("caption", "")).strip()
+    return (name, caption) if name and caption else None
+
+
+def _shows_image(cell) -> bool:
+    return any(m.startswith("image/") for out in cell.get("outputs", []) for m in out.get("data", {}))
+
+
+def page_items(path: Path) -> list[tuple[str, object]]:
+    """A page's markdown and figures in document order: ``("markdown", text)``, ``("figure", (label, caption))``."""
+    if path.suffix != ".ipynb":
+        return [("markdown", text) for text in markdown_cells(path)]
+    items = []
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            items.append(("markdown", cell.source))
+        elif (figure := figure_options(cell)) and _shows_image(cell):
+            items.append(("figure", figure))
+    return items
+
+
 def markdown_cells(path: Path) -> list[str]:
     """The markdown of a page: its markdown cells (a notebook) or its text (a .md file)."""
     if path.suffix == ".ipynb":
@@ -402,8 +437,12 @@ class Book:
                     raise PortableError(f"{page.docname}: unknown sphinx-proof directive {{{name}}}")
                 walk(block.body, False)
 
-        for text in markdown_cells(page.path):
-            walk(text.split("\n"), True)
+        for kind, item in page_items(page.path):
+            if kind == "figure":
+                label, caption = item
+                add(Target(label, "figure", page.docname, count("figure"), caption, label))
+            else:
+                walk(item.split("\n"), True)
 
     @staticmethod
     def _section_number(page: Page, level: int, levels: list) -> tuple | None:
@@ -549,7 +588,7 @@ class Renderer:
         self.headings = 0            # headings seen (to give each its number, in order)
         self.level = 1               # the level of the last heading of the page rendered
         self.exercise_level = 0      # the level of the last exercise heading (0: none yet)
-        self.stats = {"directives": 0, "references": 0, "citations": 0, "solutions": 0}
+        self.stats = {"directives": 0, "references": 0, "citations": 0, "solutions": 0, "figures": 0}
 
     # -- references
 
@@ -572,6 +611,11 @@ class Renderer:
             return self.inline(t.title)
         if t.kind == "solution":
             return "Solution to " + self.ref_text(self.target(t.exercise), "ref")
+        if t.kind == "figure":
+            # {numref} and {prf:ref}-style references give the number; {ref} the caption, as Sphinx does
+            if role == "ref" or not t.number:
+                return self.inline(t.title)
+            return f"Figure {t.numbered}"
         if t.kind == "target":
             raise PortableError(f"{self.docname}: a reference to {t.label!r} needs explicit text "
                                 "(it labels no heading)")
@@ -826,6 +870,20 @@ class Renderer:
             raise PortableError(f"{self.docname}: {{{name}}} must be the first thing in its own cell")
         raise PortableError(f"{self.docname}: the directive {{{name}}} is not supported by tools/portable.py")
 
+    def figure_caption(self, cell) -> str | None:
+        """"**Figure 3.2.** caption" for a figure cell (None for any other cell)."""
+        figure = figure_options(cell)
+        if figure is None:
+            return None
+        t = self.book.labels.get(figure[0])
+        if t is None or t.kind != "figure" or t.docname != self.docname:
+            if not _shows_image(cell):
+                return None     # a student version's figure cell whose source drew nothing
+            raise PortableError(f"{self.docname}: figure {figure[0]!r} is not numbered in the book")
+        number = f" {t.numbered}" if t.number else ""
+        caption = self.inline(figure[1])
+        return f"**Figure{number}.** {caption}"
+
     def solution_title(self, exercise_label: str) -> str:
         # Without the exercise's title: the solution's heading is right below the exercise's.
         return "Solution to " + self.ref_text(self.target(exercise_label.strip()), "ref")
@@ -1028,14 +1086,24 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
                                 "(an exercise, a section)")
         folded = None
 
+    def with_caption(cell):
+        """``cell``, and after a figure cell a markdown cell with the figure's number and caption."""
+        caption = renderer.figure_caption(cell)
+        if caption is None:
+            return [cell]
+        note = nbformat.v4.new_markdown_cell(caption)
+        note.id = f"{cell.id}-caption"[:64]
+        renderer.stats["figures"] += 1
+        return [cell, note]
+
     for index, cell in enumerate(nb.cells):
         cell = copy.deepcopy(cell)
         if cell.cell_type != "markdown":
             if gated is None:
                 after_solution(cell, index)
-                cells.append(cell)
+                cells.extend(with_caption(cell))
             elif kind == "reader":
-                cells.append(cell)
+                cells.extend(with_caption(cell))
             continue
         start, rest = _gated(cell.source)
         if start is not None and start.name == "solution-start":

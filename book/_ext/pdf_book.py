@@ -124,6 +124,8 @@ def _reread_intro(app, env, added, changed, removed):
 
 
 def setup(app):
+    # figures numbered and captioned, "Figure 3.2", on the site and in the PDF
+    app.setup_extension("book_figures")
     app.add_post_transform(CollectSolutions)
     app.connect("env-get-outdated", _reread_intro)
     app.connect("source-read", _link_pdfs)
