@@ -17,7 +17,7 @@ NBVAL_WORKERS ?= 2
 NBVAL := $(BIN)/python tools/check_outputs.py --workers $(NBVAL_WORKERS)
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: otter otter-env grade answers test-otter pdf pdf-student test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
+.PHONY: otter otter-env grade answers test-otter pdf pdf-student pdf-chapters test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -92,12 +92,19 @@ pdf: $(STAMP)
 pdf-student: $(STAMP)
 	$(BIN)/python tools/make_pdf.py --student
 
-# Both PDFs built and read back (tests/test_pdf.py); says plainly that it skipped without TeX.
+# The whole book, then each chapter alone with the book's page numbers and its solutions:
+# _build/pdf/chapters/01_unified_operator.pdf, ... (STUDENT=1: the student edition's,
+# 01_unified_operator-student.pdf). The site build that follows links them too.
+pdf-chapters: $(STAMP)
+	$(BIN)/python tools/make_pdf.py --chapters $(if $(STUDENT),--student)
+
+# The PDFs built (the reader edition with its chapters) and read back (tests/test_pdf.py);
+# says plainly that it skipped without TeX.
 test-pdf: $(STAMP)
 	@if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then \
 	  echo "test-pdf: SKIPPED, no TeX here (install texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended tex-gyre latexmk)"; \
 	  exit 0; fi; \
-	$(BIN)/python tools/make_pdf.py && $(BIN)/python tools/make_pdf.py --student && \
+	$(BIN)/python tools/make_pdf.py --chapters && $(BIN)/python tools/make_pdf.py --student && \
 	PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
 
 test-standalone:
