@@ -21,12 +21,12 @@ _spec = importlib.util.spec_from_file_location("check_standalone", ROOT / "tools
 cs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cs)
 
-SETUP_SOURCE = (
-    "import importlib.util, os, subprocess, sys\n"
-    'if importlib.util.find_spec("ssmheads") is None:\n'
-    '    source = os.environ.get("SSMHEADS_SOURCE", "git+https://example.org/repo")\n'
-    '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source], check=True)\n'
-)
+_spec_sr = importlib.util.spec_from_file_location("set_repository", ROOT / "tools" / "set_repository.py")
+sr = importlib.util.module_from_spec(_spec_sr)
+_spec_sr.loader.exec_module(sr)
+
+# The chapters' set-up cell, as tools/set_repository.py writes it.
+SETUP_SOURCE = "import importlib.util, os, subprocess, sys\n" + sr.setup_block("https://github.com/org/repo")
 
 
 # ------------------------------------------------------------ notebook builders
@@ -73,6 +73,16 @@ def test_setup_cell_is_the_first_code_cell_reading_the_variable():
 def test_setup_cell_source_may_be_a_list_of_lines():
     nb = notebook(code(SETUP_SOURCE.splitlines(keepends=True)))
     assert cs.find_setup_cell(nb) == 0
+
+
+def test_the_setup_cell_must_say_to_reload_the_tab_after_installing():
+    installed = notebook(code(SETUP_SOURCE, [stream("stderr", "pip notice\n"), stream("stdout", sr.RELOAD + "\n")]))
+    assert cs.RELOAD_ADVICE in sr.RELOAD
+    assert cs.setup_advice_problems(installed, 0) == []
+    silent = notebook(code(SETUP_SOURCE, [stream("stderr", "pip notice\n")]))
+    (problem,) = cs.setup_advice_problems(silent, 0)
+    assert "reload" in problem
+    assert cs.setup_advice_problems(silent, None) == []       # no set-up cell: reported elsewhere
 
 
 def test_no_setup_cell_when_the_first_code_cell_does_not_read_the_variable():

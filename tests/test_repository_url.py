@@ -140,3 +140,108 @@ def test_set_repository_regenerates_the_portable_notebooks(tmp_path):
         assert old not in text and sr.pages_address(old) not in text
         assert sr.pages_address(NEW) in text, f"{path.name}: no link to the site at its new address"
     assert sr.disagreements(tmp_path) == []
+
+
+# --------------------------------------------------------------------------- the set-up cell's text
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_setup_cell_is_the_tools_and_fits_76_columns(path):
+    assert sr.setup_cell_problems(path) == [], "run: python tools/set_repository.py --setup-cells"
+    source = sr.setup_cell_source(path)
+    assert max(len(line) for line in source.split("\n")) <= sr.MAX_LINE
+    assert sr.setup_block(sr.setup_cell_url(path)) in source + "\n"
+
+
+def test_the_setup_block_fits_and_prints_one_line_after_installing(capsys):
+    block = sr.setup_block("https://github.com/example-org/how-many-heads")
+    assert max(len(line) for line in block.split("\n")) <= sr.MAX_LINE
+    assert len(sr.RELOAD) <= sr.MAX_LINE and "reload" in sr.RELOAD and "sliders" in sr.RELOAD
+    calls = []
+
+    class Util:
+        @staticmethod
+        def find_spec(name, installed=False):
+            return object() if installed else None
+
+    namespace = {"importlib": type("M", (), {"util": Util}), "os": __import__("os"), "sys": sys,
+                 "subprocess": type("S", (), {"run": staticmethod(lambda *a, **k: calls.append((a, k)))})}
+    exec(compile(block, "set-up cell", "exec"), namespace)
+    assert capsys.readouterr().out == sr.RELOAD + "\n"
+    ((args, kwargs),) = calls
+    assert args[0][-1] == "git+https://github.com/example-org/how-many-heads" and kwargs == {"check": True}
+    # with ssmheads importable (Binder, the book's own environment) it does and prints nothing
+    Util.find_spec = staticmethod(lambda name: object())
+    exec(compile(block, "set-up cell", "exec"), namespace)
+    assert capsys.readouterr().out == "" and len(calls) == 1
+
+
+OLD_SETUP = (
+    "# Set-up for running this notebook on its own (Colab, a downloaded copy):\n"
+    "import importlib.util, os, subprocess, sys\n"
+    'if importlib.util.find_spec("ssmheads") is None:\n'
+    '    source = os.environ.get("SSMHEADS_SOURCE",\n'
+    '                            "git+https://github.com/example-org/how-many-heads")\n'
+    '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", source],\n'
+    "                   check=True)\n"
+    'if importlib.util.find_spec("jax") is None:\n'
+    '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",\n'
+    "                    *jax_req], check=True)"
+)
+
+
+def test_setup_cells_are_rewritten_in_cell_0_only(book_copy):
+    import nbformat
+
+    path = sorted((book_copy / "chapters").glob("*.ipynb"))[0]
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[0].source = OLD_SETUP
+    nbformat.write(nb, path)
+    before = nbformat.read(path, as_version=4)
+    assert any("80 characters" in p for p in sr.setup_cell_problems(path))
+    assert sr.main(["--check", "--root", str(book_copy)]) == 1
+    changed = sr.rewrite_setup_cells(book_copy)
+    assert str(path.relative_to(book_copy)) in changed
+    after = nbformat.read(path, as_version=4)
+    assert after.cells[1:] == before.cells[1:] and after.cells[0].metadata == before.cells[0].metadata
+    source = after.cells[0].source
+    assert source.startswith("# Set-up for running this notebook on its own (Colab, a downloaded copy):\n"
+                             "import importlib.util, os, subprocess, sys\n")
+    assert sr.setup_block("https://github.com/example-org/how-many-heads") in source + "\n"
+    assert source.endswith('if importlib.util.find_spec("jax") is None:\n'
+                           '    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",\n'
+                           "                    *jax_req], check=True)")    # a chapter's own lines stay
+    assert sr.setup_cell_problems(path) == []
+    assert sr.rewrite_setup_cells(book_copy) == []            # twice changes nothing
+    # and set_repository still finds and changes the one URL
+    sr.set_repository(NEW, book_copy, portable=False)
+    assert sr.setup_cell_url(path) == NEW and sr.setup_cell_problems(path) == []
+
+
+def test_the_first_contact_files_follow_the_repository(book_copy):
+    """README.md, CITATION.cff and book/intro.md: links to the repository, the site, Binder and Colab."""
+    (book_copy / "book").mkdir()
+    names = sr.TEXT_FILES
+    for name in names:
+        shutil.copy(ROOT / name, book_copy / name)
+    assert sr.text_file_problems(book_copy) == []
+    old = sr.config_places(book_copy)["_config.yml repository.url"]
+    old_forms = sr.address_forms(old, sr.site_address(book_copy))
+    before = {name: (book_copy / name).read_text() for name in names}
+    report = sr.set_repository(NEW, book_copy, portable=False)
+    new_forms = sr.address_forms(NEW, "https://new-org.github.io/heads-book/")
+    assert new_forms == sr.address_forms(NEW, sr.site_address(book_copy))
+    for name in names:
+        after = (book_copy / name).read_text()
+        assert f"{name}: links and citation" in report
+        for kind, form in old_forms.items():
+            assert form not in after, (name, kind)
+        assert NEW in after and "https://new-org.github.io/heads-book/" in after
+        # nothing else changed: each changed line differs only in its addresses
+        for a, b in _differing_lines(before[name], after):
+            assert sr.new_text(a, old_forms, new_forms) == b
+    assert sr.text_file_problems(book_copy) == [] and sr.main(["--check", "--root", str(book_copy)]) == 0
+    # a link left to another repository is reported
+    readme = book_copy / "README.md"
+    readme.write_text(readme.read_text() + "\nhttps://mybinder.org/v2/gh/someone/else/main\n")
+    assert any("binder address /gh/someone/else/" in p for p in sr.text_file_problems(book_copy))

@@ -33,7 +33,8 @@ What it does:
 
 A notebook FAILS if a cell raises, if a cell other than the set-up cell writes
 to stderr (a warning shows up that way), if a cell was not executed, or if the
-ssmheads it ran with did not come from the set-up cell. One line per notebook
+ssmheads it ran with did not come from the set-up cell, or if that cell, having
+installed it, did not print its advice to reload the browser tab. One line per notebook
 gives its time and the numpy/scipy/matplotlib/ipywidgets versions pip resolved
 (marked where they differ from requirements.txt); the last line reads
 ``standalone: N passed, M failed``. Exit status 1 if any notebook failed.
@@ -164,12 +165,33 @@ def output_text(output: dict) -> str:
     return text if isinstance(text, str) else "".join(text)
 
 
+#: What the set-up cell prints after installing ssmheads (tools/set_repository.py's RELOAD):
+#: JupyterLab loads the widget front end pip has just installed only after a reload.
+RELOAD_ADVICE = "reload this browser tab once"
+
+
 def find_setup_cell(nb: dict) -> int | None:
-    """Index of the set-up cell: the first code cell, if it reads SSMHEADS_SOURCE; else None."""
+    """Index of the set-up cell: the first code cell, if it reads SSMHEADS_SOURCE; else None.
+
+    (Its text is written by tools/set_repository.py: ``SETUP_BLOCK``.)
+    """
     for i, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") == "code":
             return i if "SSMHEADS_SOURCE" in cell_source(cell) else None
     return None
+
+
+def setup_advice_problems(nb: dict, setup_index: int | None) -> list[str]:
+    """The set-up cell installed ssmheads (as here, in a fresh environment): did it say to reload the tab?"""
+    if setup_index is None:
+        return []
+    cell = nb["cells"][setup_index]
+    printed = "".join(output_text(o) for o in cell.get("outputs", [])
+                      if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    if RELOAD_ADVICE not in printed:
+        return ["the set-up cell installed ssmheads but did not print the advice to reload the browser "
+                f"tab ({RELOAD_ADVICE!r}) for the explorers' sliders"]
+    return []
 
 
 def split_probes(nb: dict) -> tuple[dict, dict[str, dict | None]]:
@@ -439,6 +461,8 @@ def check_notebook(path: Path, venv: Path, work: Path, source: Path, env: dict[s
         # a cell that timed out shows as one that raised KeyboardInterrupt (nbclient interrupts it)
         problems.append(f"execution stopped: {_excerpt(meta['exception'], 6)}")
     problems += kernel_problems(probe["before"], str(venv))
+    if not problems:
+        problems += setup_advice_problems(nb, setup)
     if not problems or probe["after"] is not None:  # after an error, a missing probe says nothing new
         problems += origin_problems(probe["after"], str(venv), str(source))
     setup_time = cell_seconds(nb["cells"][setup]) if setup is not None else None

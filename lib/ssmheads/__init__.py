@@ -68,7 +68,10 @@ from .span import (
     span_basis,
 )
 
-__version__ = "0.1.0"
+# The version of the library and of the book (one number: pyproject.toml reads it from here;
+# CITATION.cff, CHANGELOG.md and the BibTeX entries repeat it, and tests/test_first_contact.py
+# checks that they agree).
+__version__ = "1.0.0"
 
 __all__ = [
     "LinearSSM",
