@@ -713,6 +713,7 @@ CASE_KEYS = {  # label: (the visible check, the names that make a case)
     "ex-retention-recurrent": (exercises.check_retention_recurrent, ("n", "dk", "p", "gamma")),
     "ex-rope-rank": (exercises.check_rope_operator, ("n", "d", "dk", "p", "base")),
     "ex-ssd-rank": (exercises.check_ssd_operator, ("H", "n", "N", "p", "d")),
+    "ex-delay-floor": (exercises.check_delay_floor, ("n", "L", "H")),
 }
 ALIASES = {"g": "gamma"}
 
@@ -733,7 +734,6 @@ def loop_cases(source: str) -> list[dict]:
     cases = []
     for node in ast.walk(ast.parse(textwrap.dedent(source))):
         if not isinstance(node, (ast.For, ast.comprehension)):
-    "ex-delay-floor": (exercises.check_delay_floor, ("n", "L", "H")),
             continue
         iterable, counted = node.iter, False
         if isinstance(iterable, ast.Call) and getattr(iterable.func, "id", "") == "enumerate" and iterable.args:
@@ -787,6 +787,15 @@ def _finite_difference_jacobian(W_Q, W_K, V, X):
     return sh.finite_difference_jacobian(head, X)
 
 
+def _library_delay_floor(n, L, H):
+    from ssmheads.bench import delay_taps
+
+    K = np.zeros((n, 2, 2))
+    K[L:L + 4] = delay_taps()
+    curve = sh.head_count_curve(K, max(H, 1), sh.heads.white_noise_weights(n))
+    return float(curve[H] / curve[0])
+
+
 LIBRARY_ANSWERS = {  # label: the library (or finite differences) answering in the student's place
     "ex-lag-span-by-hand": lambda A, B, C, n: sh.lag_span_dimension(A, B, C, n),
     "ex-build-heads": _library_heads,
@@ -795,6 +804,9 @@ LIBRARY_ANSWERS = {  # label: the library (or finite differences) answering in t
     "ex-head-jacobian": _finite_difference_jacobian,
     "ex-rope-rank": lambda W_Q, W_K, W_V, X, base: sh.RoPEAttention(W_Q, W_K, W_V, base).interaction(X),
     "ex-ssm-profile": lambda A, B, C, n: np.linalg.norm(sh.lag_operators(A, B, C, n), ord=2, axis=(1, 2)),
+    "ex-delay-floor": _library_delay_floor,
+    "ex-jacobian-norm": lambda forward, X, i, j: float(np.linalg.norm(
+        sh.finite_difference_jacobian(forward, X)[i, j], 2)),
 }
 
 
@@ -807,15 +819,6 @@ def test_the_expected_values_agree_with_the_library(label, monkeypatch):
 
 @pytest.mark.parametrize("label", ["ex-lag-span-by-hand", "ex-tail", "ex-count-nonneg", "ex-delay-floor"])
 def test_the_library_is_switched_off_while_the_answer_runs(label):
-def _library_delay_floor(n, L, H):
-    from ssmheads.bench import delay_taps
-
-    K = np.zeros((n, 2, 2))
-    K[L:L + 4] = delay_taps()
-    curve = sh.head_count_curve(K, max(H, 1), sh.heads.white_noise_weights(n))
-    return float(curve[H] / curve[0])
-
-
     message = fails(HIDDEN[label][0], LIBRARY_ANSWERS[label])
     assert "raised RuntimeError" in message and "write it yourself" in message
 
@@ -824,9 +827,6 @@ def test_the_chapter_3_hidden_tests_give_the_visible_checks_hints():
     """Exercises 3.1-3.3: the rank tolerance, common wrong tails, one-entry arrays and integral floats."""
     (heads,), (tail,), (count,) = HIDDEN["ex-build-heads"], HIDDEN["ex-tail"], HIDDEN["ex-count-nonneg"]
     assert "your tolerance is too loose: singular value 2 is" in fails(heads, _heads_loose_tolerance)
-    "ex-delay-floor": _library_delay_floor,
-    "ex-jacobian-norm": lambda forward, X, i, j: float(np.linalg.norm(
-        sh.finite_difference_jacobian(forward, X)[i, j], 2)),
 
     def tight(K):   # counts rounding noise as directions
         n, p, d = K.shape
