@@ -21,6 +21,9 @@ on a call's working set); a case within the issue's budget (a sequence length
 ``n <= 4096`` or a state size ``N <= 256``: :func:`_seconds`) and every refusal must
 take at most :data:`FAST_SECONDS` of CPU, any other case :data:`SLOW_SECONDS`.
 
+With ``SSMHEADS_FUZZ_LOG=<file>`` every case's CPU time (s), peak (MiB), outcome and
+name are appended to that file, one tab-separated line each.
+
 Each case runs in a forked child (CPU-time and wall-clock alarms), and must end
 in one of two ways:
 
@@ -44,6 +47,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import multiprocessing
+import os
 import re
 import resource
 import signal
@@ -767,6 +771,10 @@ def _run(name, param, label):
             got.setdefault(lab, ("crash-or-hang", f"no verdict; the child ended with exit code {child.exitcode}",
                                  float("nan"), float("nan")))
         _VERDICTS[(name, param)] = got
+        if os.environ.get("SSMHEADS_FUZZ_LOG"):  # a record of every case's CPU time and peak memory
+            with open(os.environ["SSMHEADS_FUZZ_LOG"], "a") as log:
+                for lab, verdict in got.items():
+                    log.write(f"{verdict[-2]:.3f}\t{verdict[-1] / 2**20:.1f}\t{verdict[0]}\t{name}\t{param}\t{lab}\n")
     return _VERDICTS[(name, param)][label]
 
 

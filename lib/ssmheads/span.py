@@ -24,25 +24,46 @@ fall below the threshold of a longer list (``diag(0.5, 0.5 + 1e-12)``: count 2 a
 ``n = 1024``, 1 at ``n = 8192``). Yet the first ``l`` lags are columns of every
 longer lag matrix, and by interlacing ``sigma_r(G_n) >= sigma_r(G_l)`` (``G_n G_n^T``
 is ``G_l G_l^T`` plus a positive semidefinite matrix, which lowers no eigenvalue): a
-set of lags that is numerically independent stays so, only the yardstick grew. So:
+set of lags that is numerically independent stays so, only the yardstick grew.
+
+Computed lags also need a floor under the relative rule. The rounding error of
+forming ``K_l = C A^l B`` is of order ``eps ||C|| ||A^l|| ||B||``, not
+``eps ||K_l||``, and the two differ when the modes cancel: for
+``A = diag(0.5, 0.6, 0.7)``, three equal rows of ``B`` and columns ``u, -2u, u``
+of ``C``, ``K_0 = K_1 = 0`` exactly, the computed ones are rounding of size
+``1e-16``, and a prefix made of them is counted by the relative rule whatever
+``rtol < 1`` is (``K_0`` alone counts 1: it is its own largest singular value;
+the relative rule alone gave ``k(64) = 2``, the exact value is 1).
+A strongly non-normal ``A`` (``||A^l||`` far above ``rho(A)^l``) can do the same.
+So each prefix ``G_l`` of computed lags is counted against
+``rtol sigma_1(G_l) + phi_l``, where ``phi_l`` (:func:`_lag_floors`) is a bound,
+proved in :func:`_lag_rounding_bounds`, on ``||fl(G_l) - G_l||_2``. By Weyl's
+inequality a singular value above it belongs to the exact lags of the stored
+``A``, ``B``, ``C`` (the relative part covers the SVD's own rounding), so no
+prefix counts more than the exact rank of its lags, whatever ``A`` and ``rtol``.
+So:
 
 * ``k(n)`` is the largest count over the prefixes ``l <= n`` (nondecreasing in
-  ``n`` by construction), and at most ``m``;
-* ``m`` (:func:`minimal_polynomial_degree`) is the same running count for the
-  powers ``I, A, ..., A^(N-1)`` of ``A`` scaled to unit spectral norm, that is the
-  lags of ``(A / ||A||, I, I)`` at ``n = N``, up to the shortcuts that save work
-  there (its docstring, "How it is computed").
+  ``n`` by construction), and at most ``m``; up to the SVD's own rounding it
+  never exceeds the exact ``k(n)`` of the stored system, and it falls short of
+  it where a direction's singular value is below its threshold (the resolution
+  limit, below);
+* ``m`` (:func:`minimal_polynomial_degree`) is the same running count, with the
+  relative rule alone, for the powers ``I, A, ..., A^(N-1)`` of ``A`` scaled to
+  unit spectral norm (the lags of ``(A / ||A||, I, I)`` at ``n = N``), up to the
+  shortcuts that save work there (its docstring, "How it is computed").
 
 The cap ``k(n) <= m`` is a choice, and the module states it because it is not
-automatic: ``k`` and ``m`` are counts on two different matrices, and at the
-resolution limit (a singular value within a small factor of its threshold) they
-can land on opposite sides (in a sweep of ``diag(0.5, 0.5 + delta)`` the lag
-count exceeded the power count in a few cases, all with ``delta`` below
-``1e-14``; how many depends on the BLAS). There both answers are exact for systems within rounding distance
-of the data, and the library reports the pair that one system has: ``m`` and
-``min(count, m)``. Away from that limit, and when the lags are computed to about
-machine precision (normal or mildly non-normal ``A``; see
-:func:`lag_span_dimension`), the cap never acts.
+automatic: ``k`` and ``m`` are counts on two different matrices. The count of
+the lags never exceeds the exact ``k(n)``, which is at most the exact degree, so
+the cap acts only when the count of ``m`` falls short of the exact degree by a
+direction that the lags resolve: at the resolution limit (a singular value
+within a small factor of its threshold; in a sweep of 200 triples
+``diag(0.5, 0.5 + delta, 0.5 + 2 delta)`` with ``delta`` from ``1e-10`` to
+``1e-5`` it acted once, at ``delta = 6.5e-8``, next to the triple's limit
+``1e-7``; how often depends on the BLAS). There both answers are exact for
+systems within rounding distance of the data, and the library reports the pair
+that one system has: ``m`` and ``min(count, m)``.
 
 A cluster of ``c`` eigenvalues of relative spread ``delta`` contributes a
 singular value of order ``delta^(c-1)``, so it is resolved only when
@@ -195,16 +216,18 @@ def _singular_values(mats: np.ndarray) -> np.ndarray:
     return out
 
 
-def _rank_from(s: np.ndarray, rtol: float) -> int:
+def _rank_from(s: np.ndarray, rtol: float, floor: float = 0.0) -> int:
     """The rule: count the singular values above rtol times the largest.
 
     ``s`` (r,) is sorted, largest first; ``rtol`` is a checked number
     in ``[0, 1)``. An empty or zero ``s`` counts 0 (all the matrices are
-    zero, their span is ``{0}``).
+    zero, their span is ``{0}``). For computed lags, ``floor`` is a
+    bound on the rounding error of forming them (:func:`_lag_floors`),
+    added to the threshold.
     """
     if s.size == 0 or s[0] == 0.0:
         return 0
-    return int(np.count_nonzero(s > rtol * s[0]))
+    return int(np.count_nonzero(s > rtol * s[0] + floor))
 
 
 def interaction_rank(mats, rtol: float | None = None) -> int:
@@ -274,6 +297,105 @@ def _finite_lags(A, B, C, n: int) -> np.ndarray:
     return _checked_lags(A, B, C, n)
 
 
+def _abs_norm_bound(M: np.ndarray) -> float:
+    """An upper bound on ``|| |M| ||_2``: ``min(||M||_F, sqrt(||M||_1 ||M||_inf))``.
+
+    Both are bounds on the spectral norm of the entrywise absolute value
+    ``|M|`` (the second is Hoelder's), and the second is exact for a
+    diagonal ``M``.
+    """
+    a = np.abs(M)
+    return float(min(np.sqrt(np.sum(a * a)), np.sqrt(a.sum(axis=0).max() * a.sum(axis=1).max())))
+
+
+def _lag_rounding_bounds(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
+    """``e_l >= ||fl(K_l) - K_l||_F`` for ``l < n``: the rounding error of the computed lags.
+
+    ``fl(K_l)`` is the lag as the library forms it (``lag_operators``):
+    ``W_0 = B``, ``W_l = fl(A W_(l-1))``, ``fl(K_l) = fl(C W_l)``; ``K_l = C A^l B``
+    is the exact lag of the stored ``A``, ``B``, ``C``. Shape (n,).
+
+    **Why this bounds the error.** A product of matrices with inner dimension
+    ``N`` is computed, in any order of summation and with or without fused
+    multiply-adds, with ``|fl(XY) - XY| <= gamma_N |X| |Y|`` entrywise, where
+    ``gamma_N = N u / (1 - N u)`` and ``u = eps / 2`` (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, 2nd ed., Sec. 3.5; gradual underflow
+    adds an absolute error of about ``N 2^-1074`` per entry, ignored here). So
+    ``W_l = A W_(l-1) + F_l`` with ``||F_l||_F <= gamma_N || |A| ||_2 w_(l-1)``,
+    where ``w_j = ||W_j||_F`` is the norm of the computed iterate. By
+    induction ``W_l = A^l B + sum_(j=1..l) A^(l-j) F_j``, hence
+
+        fl(K_l) - K_l = sum_(j=1..l) (C A^(l-j)) F_j + H_l,
+        ||H_l||_F <= gamma_N || |C| ||_2 w_l,
+
+    and with ``b_i >= ||C A^i||_2``
+
+        ||fl(K_l) - K_l||_F <= gamma_N ( || |A| ||_2 sum_(j=1..l) b_(l-j) w_(j-1)
+                                        + || |C| ||_2 w_l ).
+
+    The function evaluates the right side with ``N eps`` in place of
+    ``gamma_N`` (``N eps >= 2 gamma_N`` while ``N u <= 1/2``): the factor 2 to
+    spare covers the terms of order ``eps^2`` that the bound's own
+    ingredients carry (``w_j`` and ``b_i`` are norms of computed matrices,
+    ``b_i = ||fl(C A^i)||_F``). Unlike a tolerance relative to
+    ``||K_l||``, it does not shrink when the lags cancel: for
+    ``A = diag(0.5, 0.6, 0.7)`` whose three modes' terms ``c_s b_s^T`` sum to
+    zero, ``K_0 = K_1 = 0`` exactly, yet the computed ones are of size
+    ``1e-16``, and the bound is of that order too. The sum over ``j`` is a
+    convolution, evaluated by FFT in ``O(n log n)``; its own rounding error is
+    at most a modest multiple of ``log2(L) eps ||b||_1 ||w||_1`` (Higham,
+    Sec. 24.1; ``L`` the FFT length), so ``16 log2(L) eps ||b||_1 ||w||_1``
+    is added, a change of order ``eps^2`` in ``e_l``. ``B`` and ``C`` are
+    first divided by powers of two (exact) and ``e`` scaled back, so their
+    scale cannot overflow the computation. Time ``O(n N^2 (p + d))``, like
+    the lags; memory ``O(n)``.
+    """
+    N = A.shape[0]
+    # B and C to order one (exact): the bound is bilinear in them
+    exp_b, exp_c = _exponent(B), _exponent(C)
+    B, C = np.ldexp(B, -exp_b), np.ldexp(C, -exp_c)
+    w = np.empty(n)      # ||W_j||_F, the computed A^j B
+    b = np.empty(n)      # ||fl(C A^i)||_F >= ||C A^i||_2
+    W, CA = B, C
+    with np.errstate(over="ignore", invalid="ignore"):
+        for l in range(n):
+            w[l] = np.sqrt(np.vdot(W, W))
+            b[l] = np.sqrt(np.vdot(CA, CA))
+            if l + 1 < n:
+                W = A @ W
+                CA = CA @ A
+        # conv[l] = sum_(i + j = l) b_i w_j, by FFT, made an upper bound
+        L = 1 << int(2 * n - 1).bit_length()
+        conv = np.fft.irfft(np.fft.rfft(b, L) * np.fft.rfft(w, L), L)[:n]
+        conv = np.maximum(conv, 0.0) + 16 * np.log2(L) * EPS * b.sum() * w.sum()
+        g = N * EPS
+        e = g * _abs_norm_bound(C) * w
+        e[1:] += g * _abs_norm_bound(A) * conv[:-1]
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"A's powers overflow in the rounding bound of the n = {n} lags (the norms of A^l B or "
+                         "C A^l exceed the largest float); use fewer lags n or a stable A")
+    return np.ldexp(e, exp_b + exp_c)
+
+
+def _lag_floors(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
+    """``phi_l = (sum_(j<l) e_j^2)^(1/2)`` for ``l = 1..n``: shape (n,), nondecreasing.
+
+    With ``e_j`` from :func:`_lag_rounding_bounds`, ``phi_l`` bounds the
+    Frobenius, hence the spectral, norm of ``fl(G_l) - G_l`` for the prefix
+    ``G_l = [vec K_0, ..., vec K_(l-1)]``. By Weyl's inequality every singular
+    value of the computed prefix is within ``phi_l`` of the exact one, so a
+    singular value above ``phi_l`` (plus the SVD's own rounding, which the
+    relative part of the threshold covers) belongs to a direction of the
+    exact lags: counted against ``rtol sigma_1 + phi_l``, no prefix counts
+    more than the exact rank of its lags.
+    """
+    e = _lag_rounding_bounds(A, B, C, n)
+    top = float(e.max())
+    if top == 0.0:
+        return np.zeros(n)
+    return top * np.sqrt(np.cumsum((e / top) ** 2))
+
+
 def _tolerance(rtol, length: int, p: int, d: int) -> float:
     """The rule's relative tolerance for ``length`` matrices of size ``p x d``.
 
@@ -282,36 +404,41 @@ def _tolerance(rtol, length: int, p: int, d: int) -> float:
     return _default_rtol(length, p, d) if rtol is None else float(rtol)
 
 
-def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol) -> int:
-    """The rule's count for the first ``length`` columns of ``G``."""
-    return _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), _tolerance(rtol, length, p, d))
+def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol, floors=None) -> int:
+    """The rule's count for the first ``length`` columns of ``G``.
+
+    ``floors`` (n,), optional: ``floors[length - 1]`` is added to the
+    threshold (:func:`_lag_floors`).
+    """
+    floor = 0.0 if floors is None else float(floors[length - 1])
+    return _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), _tolerance(rtol, length, p, d), floor)
 
 
-def _interlacing_bound(s_a: np.ndarray, s_b: np.ndarray, tol_a: float) -> int:
+def _interlacing_bound(s_b: np.ndarray, threshold_a: float) -> int:
     """An upper bound on the count of every prefix ``G_l`` with ``a <= l <= b``.
 
-    ``s_a`` and ``s_b`` are the singular values of ``G_a`` and ``G_b``. Adding columns
-    never lowers a singular value, so ``s_i(G_l) <= s_i(G_b)``, and the threshold
-    ``tol(l) s_1(G_l) >= tol(a) s_1(G_a)``: at most ``#{i : s_i(G_b) > tol(a) s_1(G_a)}``
-    singular values of ``G_l`` can count.
+    ``s_b`` are the singular values of ``G_b`` and ``threshold_a`` is the threshold
+    of ``G_a``, ``tol(a) s_1(G_a) + floor(a)``. Adding columns never lowers a
+    singular value, so ``s_i(G_l) <= s_i(G_b)``, and the threshold of ``G_l`` is at
+    least ``threshold_a`` (``tol``, ``s_1`` and the floor never decrease with ``l``):
+    at most ``#{i : s_i(G_b) > threshold_a}`` singular values of ``G_l`` can count.
     """
-    if s_a[0] > 0:
-        return int(np.count_nonzero(s_b > tol_a * s_a[0]))
-    return int(np.count_nonzero(s_b > 0))
+    return int(np.count_nonzero(s_b > threshold_a))
 
 
 def _running_count(G: np.ndarray, p: int, d: int, rtol,
-                   cap: int) -> int:
+                   cap: int, floors=None) -> int:
     """``min(cap, max over l <= n of the count of G[:, :l])``.
 
     ``G`` (p*d, n); ``rtol`` is a checked number, or ``None`` for the
-    default tolerance of each prefix. The full matrix is counted first:
-    when it reaches ``cap``, no prefix is visited. Otherwise the
-    prefixes are searched by bisection over intervals of lengths
-    ``[a, b]``, skipping an interval when :func:`_interlacing_bound`
-    shows that none of its prefixes can beat the best count so far. The
-    answer is the exact maximum over all prefixes, usually after
-    ``O(log n)`` SVDs.
+    default tolerance of each prefix; ``floors`` (n,), optional, the
+    rounding floors of computed lags (:func:`_lag_floors`), added to
+    each prefix's threshold. The full matrix is counted first: when it
+    reaches ``cap``, no prefix is visited. Otherwise the prefixes are
+    searched by bisection over intervals of lengths ``[a, b]``, skipping
+    an interval when :func:`_interlacing_bound` shows that none of its
+    prefixes can beat the best count so far. The answer is the exact
+    maximum over all prefixes, usually after ``O(log n)`` SVDs.
     """
     # the singular values of the prefix G[:, :length], each SVD once
     @functools.cache
@@ -321,10 +448,22 @@ def _running_count(G: np.ndarray, p: int, d: int, rtol,
     n = G.shape[1]
     # the rule's relative tolerance for a prefix of a given length
     tol = functools.partial(_tolerance, rtol, p=p, d=d)
-    best = _rank_from(svals(n), tol(n))
-    # all n lags reach the cap, or all are zero
-    if best >= cap or best == 0:
-        return min(best, cap)
+
+    # the rounding floor of a prefix (0 without floors)
+    def floor(length: int) -> float:
+        return 0.0 if floors is None else float(floors[length - 1])
+
+    # a prefix's threshold: relative part plus rounding floor
+    def threshold(length: int) -> float:
+        return tol(length) * svals(length)[0] + floor(length)
+
+    def count(length: int) -> int:
+        return _rank_from(svals(length), tol(length), floor(length))
+
+    best = count(n)
+    # all n lags reach the cap
+    if best >= cap:
+        return cap
     intervals = [(1, n)]
     while intervals:
         a, b = intervals.pop()
@@ -332,10 +471,9 @@ def _running_count(G: np.ndarray, p: int, d: int, rtol,
         if min(b, p * d) <= best:
             continue
         # interlacing: no prefix of a length in [a, b] can count more
-        if _interlacing_bound(svals(a), svals(b), tol(a)) <= best:
+        if _interlacing_bound(svals(b), threshold(a)) <= best:
             continue
-        best = max(best, _rank_from(svals(a), tol(a)),
-                   _rank_from(svals(b), tol(b)))
+        best = max(best, count(a), count(b))
         if best >= cap:
             return cap
         if b - a > 1:
@@ -361,8 +499,9 @@ def _profile_seconds(n: int, pd: int) -> float:
 def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """``k(1), ..., k(n)``: the lag-span dimension for every length up to ``n``.
 
-    Each prefix ``K_0, ..., K_{l-1}`` is counted by the module's rule; ``k(l)`` is
-    the running maximum of these counts, capped at ``m`` (module docstring), so
+    Each prefix ``K_0, ..., K_{l-1}`` is counted by the module's rule, against
+    ``rtol sigma_1`` plus the bound ``phi_l`` on the rounding of its lags (module
+    docstring); ``k(l)`` is the running maximum of these counts, capped at ``m``, so
     the profile is nondecreasing and never exceeds ``m``. The lag operators are
     formed once and each prefix has its own SVD: meant for ``n`` up to a few
     hundred, and ``n`` above ``MAX_PROFILE_LENGTH`` (2048), or a profile whose SVDs
@@ -380,7 +519,9 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     n : int
     rtol : float, optional
         As in :func:`interaction_rank`, with ``m`` the prefix length; the same
-        value is passed to :func:`minimal_polynomial_degree`.
+        value is passed to :func:`minimal_polynomial_degree`. It sets the
+        relative part of each threshold; the rounding floor ``phi_l`` is
+        added whatever ``rtol`` is.
 
     Returns
     -------
@@ -403,7 +544,8 @@ def _lag_span_profile(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int, rtol)
         raise ValueError(f"n = {n} prefixes of lags of size p x d = {p} x {d} would take about {seconds:.1f} s of "
                          f"SVDs for lag_span_profile, above its limit of {MAX_PROFILE_SECONDS:g} s; use a smaller n "
                          f"(or smaller p and d), or lag_span_dimension(A, B, C, n) for a single length")
-    counts = np.array([_prefix_count(G, length, p, d, rtol) for length in range(1, n + 1)], dtype=int)
+    floors = _lag_floors(A, B, C, n)
+    counts = np.array([_prefix_count(G, length, p, d, rtol, floors) for length in range(1, n + 1)], dtype=int)
     return np.minimum(np.maximum.accumulate(counts), _minimal_polynomial_degree(A, rtol))
 
 
@@ -413,13 +555,16 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     The ``pd x n`` matrix of vectorised lag operators is counted by the module's
     rule; ``k(n)`` is the largest count over its prefixes (first ``l <= n``
     columns), capped at ``m = minimal_polynomial_degree(A, rtol)``, so that
-    ``k`` is nondecreasing in ``n`` and ``k(n) <= m`` (module docstring). In the
-    common case one SVD decides: when the full matrix already counts ``m``
-    directions, no prefix is visited. The default tolerance assumes the lags are
-    computed to about machine precision, which holds for normal ``A`` and mildly
-    non-normal ones; for a strongly non-normal ``A`` (``||A^l||`` far above
-    ``rho(A)^l``) rounding in the computed lags can exceed it and be counted, so
-    pass a larger ``rtol`` there.
+    ``k`` is nondecreasing in ``n`` and ``k(n) <= m`` (module docstring). Each
+    prefix ``G_l`` is counted against ``rtol sigma_1(G_l) + phi_l``, where
+    ``phi_l`` bounds the rounding error of forming its lags
+    (:func:`_lag_floors`), so rounding in the computed lags is never counted,
+    whatever ``A`` (normal or not) and ``rtol``: lags that cancel to zero
+    (``A = diag(0.5, 0.6, 0.7)``, ``B`` with three equal rows, ``C`` with
+    columns ``u, -2u, u``: ``K_0 = K_1 = 0``) count 0, and up to the SVD's own
+    rounding ``k(n)`` is at most the exact value for the stored ``A``, ``B``,
+    ``C``. In the common case one SVD decides: when the full matrix already
+    counts ``m`` directions, no prefix is visited.
 
     Defined in Chapter 2, Definition 2.2 (counted by the rule of Section 2.7).
 
@@ -432,7 +577,9 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
         Sequence length, ``n >= 1``.
     rtol : float, optional
         As in :func:`interaction_rank`; the same value is passed to
-        :func:`minimal_polynomial_degree`.
+        :func:`minimal_polynomial_degree`. It sets the relative part of
+        each threshold; the rounding floor ``phi_l`` is added whatever
+        ``rtol`` is.
 
     Returns
     -------
@@ -453,11 +600,14 @@ def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray,
     """
     # the columns vec K_0, ..., vec K_{n-1} of G
     G = _vec(_checked_lags(A, B, C, n))
+    # phi_l: a bound on the rounding error of the first l computed lags
+    floors = _lag_floors(A, B, C, n)
     # the cap k(n) <= m of Prop. 2.1 (c); m is counted by a routine of
     # its own, whose docstring gives the shortcuts it takes
     m = _minimal_polynomial_degree(A, rtol)
-    # the largest count of the rule over the prefixes G[:, :l], l <= n
-    return _running_count(G, C.shape[0], B.shape[1], rtol, cap=m)
+    # the largest count over the prefixes G[:, :l], l <= n, each against
+    # rtol sigma_1 + phi_l
+    return _running_count(G, C.shape[0], B.shape[1], rtol, m, floors)
 
 
 def _krylov_certifies_full_degree(A: np.ndarray, rtol: float, seed: int = 0, block: int = 4) -> bool:
@@ -594,9 +744,10 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     clear-cut: two eigenvalues that differ by less than about ``rtol``
     (relative) count as one, and a cluster of ``c`` eigenvalues is resolved only
     when its relative spread exceeds about ``rtol^(1/(c-1))``. For a strongly
-    non-normal ``A`` the computed powers carry rounding errors above the default;
-    pass a larger ``rtol`` there, and the same one to :func:`lag_span_dimension`
-    (it passes its own ``rtol`` on, since it caps ``k`` at ``m``).
+    non-normal ``A`` the computed powers can carry rounding errors above the
+    default; pass a larger ``rtol`` there. (:func:`lag_span_dimension` does not
+    need one on that account: its lags have a rounding floor of their own, and
+    an ``m`` that counts rounding only loosens its cap ``k <= m``.)
 
     **How it is computed.** The powers are formed one at a time and stop at the
     first ``L`` where the remaining ones cannot matter: for ``l >= L``,
