@@ -407,16 +407,21 @@ def hidden_three_dims(three_dimensional_system):
         rank_b, rank_c = int(np.linalg.matrix_rank(B)), int(np.linalg.matrix_rank(C))
         m = sh.minimal_polynomial_degree(A) if N else 0
         bound = min(rank_b * rank_c, m)
-        if max(profile) > 3:
+        if profile[0] == 0:
+            hint = ". K_0 = C B is zero, so k(1) = 0: K_0 must be nonzero"
+        elif max(profile) > 3:
             hint = (". k exceeds 3: something must cap k at 3, for instance m = 3 (Proposition 2.1 (c)), or lags "
                     "that stay in a 3-dimensional space of 2 x 2 matrices (symmetric ones: A symmetric and C = B^T)")
         elif bound < 3:
             hint = (f". k stays below 3: the bound min(rank B rank C, m) = {bound} binds "
                     f"(rank B = {rank_b}, rank C = {rank_c}, m = {m})")
-        else:
+        elif max(profile) < 3:
             hint = (f". k stays below 3 although min(rank B rank C, m) = {bound} allows 3: your lags are dependent. "
                     "For a diagonal A, K_l = sum_s lambda_s^l c_s b_s^T (c_s column s of C, b_s^T row s of B): "
                     "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?")
+        else:
+            hint = (f". k reaches 3 only at n = {profile.index(3) + 1}, too late: K_0, K_1 and K_2 must be "
+                    "linearly independent (k(2) = 2 and k(3) = 3)")
     assert profile == want, (f"{name}: from the SSM's impulse responses, k(1..{n_max}) should be {want}; "
                              f"yours is {profile}{hint}")
     W = sh.LinearSSM(A, B, C).interaction(np.zeros((10, 2)))
@@ -486,7 +491,19 @@ def hidden_long_plateau(long_plateau_system):
     assert rank(G[:1], "K_0") == 1, f"{name}: K_0 = C B is zero, so k(1) = 0; k(1) must be 1"
     assert rank(G[:3], "K_0, K_1, K_2") == 1, (
         f"{name}: K_1 and K_2 should be multiples of K_0 (k(2) = k(3) = 1); they are not")
-    assert rank(G[:4], "K_0, ..., K_3") == 2, f"{name}: K_3 should NOT be a multiple of K_0 (k(4) = 2); it is"
+    if rank(G[:4], "K_0, ..., K_3") != 2:
+        hint = ""
+        if p == d == 1:
+            hint = (": with p = d = 1 every lag is a number, so k <= 1 (Proposition 2.2 (c)); use two output "
+                    "(or two input) channels")
+        elif np.linalg.matrix_rank(B) * np.linalg.matrix_rank(C) < 2:
+            hint = (f": rank B rank C = {np.linalg.matrix_rank(B) * np.linalg.matrix_rank(C)} bounds k "
+                    "(Proposition 2.1 (b)); B and C need rank B rank C >= 2")
+        else:
+            later = [l for l in range(4, n_max) if rank(np.vstack([G[0], G[l]]), f"K_0 and K_{l}") == 2]
+            if later:
+                hint = f"; yours leaves the line of K_0 only at K_{later[0]}, too late"
+        raise AssertionError(f"{name}: K_3 should NOT be a multiple of K_0 (k(4) = 2); it is{hint}")
     basis = G[[0, 3]]
     for l in range(4, n_max):
         assert rank(np.vstack([basis, G[l]]), f"K_0, K_3 and K_{l}") == 2, (

@@ -369,6 +369,29 @@ def test_rank_three_hint_names_the_binding_bound_or_dependent_terms():
     assert "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?" in dependent.message
 
 
+def _chains(*lags):
+    """A direct sum of shift chains, one per (length, b, c) in ``lags``: each adds c b^T to the lag
+    K_(length - 1) alone, so K_l is the sum of the c b^T of the chains of length l + 1."""
+    system = _late_chain(*lags[0])
+    for chain in lags[1:]:
+        system = _direct_sum(system, _late_chain(*chain))
+    return system
+
+
+E1, E2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+
+
+@pytest.mark.parametrize("lags, hint", [
+    (((2, E1, E1), (3, E2, E1), (4, E1, E2)),
+     "yours is [0, 1, 2, 3, 3, 3, 3, 3, 3]. K_0 = C B is zero, so k(1) = 0"),
+    (((1, E1, E1), (2, E1, E1), (3, E2, E1), (4, E1, E2)),
+     "yours is [1, 1, 2, 3, 3, 3, 3, 3, 3, 3]. k reaches 3 only at n = 4, too late: K_0, K_1 and K_2"),
+], ids=["K_0 = 0", "too late"])
+def test_rank_three_hints_for_a_zero_or_late_start(lags, hint):
+    result = check_rank_three_system(lambda: _chains(*lags))
+    assert result.status == FAILED and hint in result.message
+
+
 def test_rank_three_passes_a_symmetric_system_with_m_four():
     """A symmetric A and C = B^T give symmetric lags, a 3-dimensional space: k = min(n, 3) with m = 4."""
     A, B = np.diag([0.9, 0.5, -0.3, 0.1]), np.array([[1.0, 2.0], [0.0, 1.0], [3.0, -1.0], [1.0, 1.0]])
@@ -382,7 +405,13 @@ def test_rank_three_passes_a_symmetric_system_with_m_four():
     (lambda: (0.5 * np.eye(3), np.ones((3, 1)), np.eye(3)[:2]),
      "k never reaches 2: K_3 must leave the line of K_0; here m = 1 (N = 3), and k can grow only at some n <= m <= N"),
     (lambda: (np.eye(4, k=-1), np.eye(4)[:, :1], np.zeros((2, 4))), "K_0 = C B is zero, so k(1) = 0"),
-], ids=["Example 2.1", "m = 1", "K_0 = 0"])
+    (lambda: (np.eye(5, k=-1), np.eye(5)[:, :1], np.array([[1.0, 1, 1, 1, 0], [0, 0, 0, 0, 1]])),
+     "yours is [1, 1, 1, 1, 2, 2, 2]. k grows at n = 5, too late: K_3 must leave the line of K_0"),
+    (lambda: (np.eye(5, k=-1), np.eye(5)[:, :1], np.array([[1.0, 1, 1, 2, 0]])),
+     "with p = d = 1 every lag is a number, so k <= 1 (Proposition 2.2 (c)); use two output"),
+    (lambda: (np.eye(4, k=-1), np.eye(4)[:, :1], np.array([[1.0, 1, 1, 1], [2, 2, 2, 2]])),
+     "rank B rank C = 1 bounds k (Proposition 2.1 (b))"),
+], ids=["Example 2.1", "m = 1", "K_0 = 0", "too late", "SISO", "rank one"])
 def test_long_plateau_hints_say_what_is_wrong(answer, hint):
     result = check_long_plateau(answer)
     assert result.status == FAILED and hint in result.message

@@ -562,6 +562,45 @@ def test_the_chapter_2_hidden_test_gives_the_visible_checks_hints():
     assert exercises.check_rank_three_system(symmetric)
 
 
+def test_the_chapter_2_hidden_tests_give_the_new_hints():
+    """Exercise 2.2: K_0 = 0 and a third direction that comes too late; Exercise 2.3: a SISO answer, rank B rank C
+    = 1, and K_3 on the line of K_0 with a later lag off it; the hidden tests say what the visible checks say."""
+    (three,) = HIDDEN["ex-three-dims"]
+    (plateau_test,) = HIDDEN["ex-longer-plateau"]
+
+    def chains(*lags):
+        # shift chains e1 -> ... -> e_L, input b into state 1, c reading state L: each adds c b^T to K_(L-1)
+        blocks = [(np.eye(L, k=-1), np.outer(np.eye(L)[0], b), np.outer(c, np.eye(L)[-1])) for L, b, c in lags]
+        N = sum(L for L, _, _ in lags)
+        A = np.zeros((N, N))
+        at = 0
+        for block, _, _ in blocks:
+            A[at:at + len(block), at:at + len(block)] = block
+            at += len(block)
+        return lambda: (A, np.vstack([Bc for _, Bc, _ in blocks]), np.hstack([Cc for _, _, Cc in blocks]))
+
+    e1, e2 = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    for lags, words in ((((2, e1, e1), (3, e2, e1), (4, e1, e2)), "K_0 = C B is zero, so k(1) = 0"),
+                        (((1, e1, e1), (2, e1, e1), (3, e2, e1), (4, e1, e2)), "k reaches 3 only at n = 4, too late")):
+        assert words in fails(three, chains(*lags))
+        assert words in exercises.check_rank_three_system(chains(*lags)).message
+
+    def shift_one_input(N, C):
+        return lambda: (np.eye(N, k=-1), np.eye(N)[:, :1], np.array(C, dtype=float))
+
+    for answer, words in (
+            (shift_one_input(5, [[1, 1, 1, 2, 0]]), "with p = d = 1 every lag is a number, so k <= 1"),
+            (shift_one_input(4, [[1, 1, 1, 1], [2, 2, 2, 2]]), "rank B rank C = 1 bounds k"),
+            (shift_one_input(5, [[1, 1, 1, 1, 0], [0, 0, 0, 0, 1]]), None)):
+        message = fails(plateau_test, answer)
+        assert "K_3 should NOT be a multiple of K_0" in message
+        if words is None:
+            assert "yours leaves the line of K_0 only at K_4, too late" in message
+            assert "too late: K_3 must leave the line of K_0" in exercises.check_long_plateau(answer).message
+        else:
+            assert words in message and words in exercises.check_long_plateau(answer).message
+
+
 @pytest.mark.parametrize("label", list(PASSES_VISIBLE))
 def test_a_wrong_answer_that_passes_the_visible_check_fails_a_hidden_test(label):
     check, answer, words = PASSES_VISIBLE[label]

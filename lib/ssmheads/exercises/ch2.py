@@ -152,6 +152,8 @@ def check_rank_three_system(make_system: Callable) -> CheckResult:
     """
     def hint(profile, A, B, C):
         bound = min(_rank(B) * _rank(C), _degree(A))
+        if profile[0] == 0:
+            return "K_0 = C B is zero, so k(1) = 0: K_0 must be nonzero"
         if max(profile) > 3:
             return ("k exceeds 3: something must cap k at 3, for instance m = 3 (Proposition 2.1 (c)), or "
                     "lags that stay in a 3-dimensional space of 2 x 2 matrices (symmetric ones: A symmetric "
@@ -163,6 +165,9 @@ def check_rank_three_system(make_system: Callable) -> CheckResult:
             return (f"k stays below 3 although min(rank B rank C, m) = {bound} allows 3: your lags are dependent. "
                     "For a diagonal A, K_l = sum_s lambda_s^l c_s b_s^T (c_s column s of C, b_s^T row s of B): "
                     "are the rank-one terms c_s b_s^T of distinct eigenvalues linearly independent?")
+        if 3 in profile:
+            return (f"k reaches 3 only at n = {profile.index(3) + 1}, too late: K_0, K_1 and K_2 must be "
+                    "linearly independent (k(2) = 2 and k(3) = 3)")
         return ""
 
     return _check_design("Chapter 2: three dimensions from two channels", make_system, 2, 2,
@@ -186,10 +191,20 @@ def check_long_plateau(make_system: Callable) -> CheckResult:
             return (f"k grows at n = {grows}, too early: K_1 and K_2 must be multiples of K_0, and K_3 must "
                     "not be (k can grow only at some n <= m <= N, so this needs m >= 4)")
         if max(profile) < 2:
+            if C.shape[0] == B.shape[1] == 1:
+                return ("k never reaches 2: with p = d = 1 every lag is a number, so k <= 1 (Proposition 2.2 "
+                        "(c)); use two output (or two input) channels")
+            if _rank(B) * _rank(C) < 2:
+                return (f"k never reaches 2: rank B rank C = {_rank(B) * _rank(C)} bounds k "
+                        "(Proposition 2.1 (b)); B and C need rank B rank C >= 2")
             m = _degree(A)
             extra = (f"; here m = {m} (N = {A.shape[0]}), and k can grow only at some n <= m <= N"
                      if m < 4 else "")
             return f"k never reaches 2: K_3 must leave the line of K_0{extra}"
+        if profile[3] < 2:
+            grows = 1 + next(i for i, k in enumerate(profile) if k > 1)
+            return (f"k grows at n = {grows}, too late: K_3 must leave the line of K_0 "
+                    "(K_1 and K_2 stay on it)")
         if max(profile) > 2:
             return "k exceeds 2: every later lag must stay in span{K_0, K_3}"
         return ""
