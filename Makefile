@@ -7,6 +7,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8000
+# axe-core, the browser check's contrast checker (make axe)
+AXE    := tools/node/node_modules/axe-core/axe.min.js
 # The stored outputs are checked with nbval under two numerical set-ups (tools/check_outputs.py):
 # this machine's own OpenBLAS kernel and numpy SIMD, and OpenBLAS's Sandybridge kernel with numpy's
 # baseline SIMD, so that an output that depends on the BLAS kernel or the processor fails here and
@@ -17,7 +19,7 @@ NBVAL_WORKERS ?= 2
 NBVAL := $(BIN)/python tools/check_outputs.py --workers $(NBVAL_WORKERS)
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: otter otter-env grade answers test-otter pdf pdf-student pdf-chapters test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check assignments env serve clean outputs portable repository
+.PHONY: otter otter-env grade answers test-otter pdf pdf-student pdf-chapters test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -52,9 +54,17 @@ test-build: $(STAMP)
 
 # The built site in headless Chromium: math rendered, no errors, no outside requests,
 # no broken links or images; screenshots in _build/site-check/.
-site-check: $(STAMP)
+site-check: $(STAMP) $(AXE)
 	@test -f _build/html/index.html || $(BUILD)
 	$(BIN)/python tools/site_check.py
+
+# axe-core, the browser check's contrast checker, at the version and sha512 that
+# tools/node/package-lock.json pins, fetched from the npm registry by Python (no node
+# needed; `npm ci --prefix tools/node` gives the same files) into tools/node/node_modules/.
+axe: $(AXE)
+
+$(AXE): tools/node/package-lock.json tools/node/package.json
+	$(PYTHON) tools/fetch_axe.py
 
 # Student notebooks (solutions removed, a code cell after each exercise, outputs cleared)
 # in _build/assignments/, and a solutions-hidden site built from the stored outputs.
@@ -159,7 +169,7 @@ test-otter: $(STAMP)
 	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test && \
 	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py
 
-test-site: $(STAMP)
+test-site: $(STAMP) $(AXE)
 	$(BIN)/python tools/site_check.py --allow-missing-browser
 
 env: $(STAMP)

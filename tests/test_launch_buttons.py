@@ -1,5 +1,5 @@
-"""Launch buttons: only on the chapter pages; Binder opens the chapter in JupyterLab,
-Colab opens the portable notebook in notebooks/ (book/_ext/launch_buttons.py).
+"""Launch buttons: only on the chapter pages; Binder (in JupyterLab) and Colab open the
+portable notebook in notebooks/, never the source chapter (book/_ext/launch_buttons.py).
 
 Nothing is built. For every page in _toc.yml, the page context is made the way the
 build makes it: _config.yml goes through jupyter-book's own translation into Sphinx
@@ -111,13 +111,15 @@ def test_the_toc_has_chapters_and_other_pages():
 def test_chapter_page_launches_binder_in_jupyterlab_and_colab_on_the_portable_notebook(app, page):
     name = page.split("/", 1)[1]
     assert page_buttons(app, page) == [{
-        "Binder": f"{BINDER}/v2/gh/{ORG_REPO}/{BRANCH}?urlpath=lab/tree/chapters/{name}.ipynb",
+        "Binder": f"{BINDER}/v2/gh/{ORG_REPO}/{BRANCH}?urlpath=lab/tree/notebooks/{name}.ipynb",
         "Colab": f"{COLAB}/github/{ORG_REPO}/blob/{BRANCH}/notebooks/{name}.ipynb",
     }]
-    # The theme alone would send Colab to the source notebook: the handler is what changes it.
-    assert page_buttons(app, page, book_handler=False)[0]["Colab"].endswith(f"/chapters/{name}.ipynb")
+    # The theme alone would send both to the source notebook: the handler is what changes it.
+    theirs = page_buttons(app, page, book_handler=False)[0]
+    assert theirs["Colab"].endswith(f"/chapters/{name}.ipynb")
+    assert theirs["Binder"].endswith(f"?urlpath=lab/tree/chapters/{name}.ipynb")
     assert (ROOT / "notebooks" / f"{name}.ipynb").is_file(), \
-        f"Colab's target notebooks/{name}.ipynb is not in the repository (run `make portable`)"
+        f"the target notebooks/{name}.ipynb is not in the repository (run `make portable`)"
 
 
 @pytest.mark.parametrize("page", OTHERS)
@@ -151,6 +153,7 @@ def test_problems_are_reported(tmp_path):
                Colab="https://c/github/o/r/blob/main/chapters/01_a.ipynb")
     buttons = [{"label": "download"}, ok]
     assert launch_buttons.edit_launch_buttons(buttons, "chapters/01_a", tmp_path) == []
+    assert ok["buttons"][0]["url"] == "https://b/v2/gh/o/r/main?urlpath=lab/tree/notebooks/01_a.ipynb"
     assert ok["buttons"][1]["url"] == "https://c/github/o/r/blob/main/notebooks/01_a.ipynb"
     assert buttons[0] == {"label": "download"}  # other header buttons untouched
 
@@ -161,6 +164,9 @@ def test_problems_are_reported(tmp_path):
     missing = group(Colab="https://c/github/o/r/blob/main/chapters/02_b.ipynb")
     [problem] = launch_buttons.edit_launch_buttons([missing], "chapters/02_b", tmp_path)
     assert "notebooks/02_b.ipynb" in problem and "make portable" in problem
+    missing = group(Binder="https://b/v2/gh/o/r/main?urlpath=lab/tree/chapters/02_b.ipynb")
+    [problem] = launch_buttons.edit_launch_buttons([missing], "chapters/02_b", tmp_path)
+    assert problem.startswith("the Binder button") and "notebooks/02_b.ipynb" in problem
 
     odd = group(Colab="https://c/github/o/r/blob/main/elsewhere/01_a.ipynb")
     [problem] = launch_buttons.edit_launch_buttons([odd], "chapters/01_a", tmp_path)

@@ -19,6 +19,27 @@ page is opened with Playwright driving Debian's Chromium (``/usr/bin/chromium``,
 * a copy button has no accessible name (as Chromium's accessibility tree computes it);
 * at desktop width (1280 px), the primary-sidebar toggle does not hide the chapter
   list and bring it back;
+* a figure (a content image shown at least 40 x 20 px) has no numbered caption: it must
+  sit in a ``<figure>`` whose ``<figcaption>`` starts "Figure N.M";
+* a figure is distorted: its shape on screen differs from the image's own by more than 2%
+  (checked at 1280 px and at 390 px);
+* clicking a figure (tapping it, at phone size) leaves the page, or does not open the
+  figure in a view on the page: an open ``<dialog>`` (or ``role=dialog``) at least 90% of
+  the screen wide, showing the same image at least as large and undistorted, which
+  Escape closes;
+* a code block or text output (``pre``, with every folded cell opened) is wider than the
+  column at 1280 px: it scrolls sideways or reaches past the column; each one is named
+  (its section, its first line, its longest line in characters);
+* a formula is a tab stop at 1280 px: pressing Tab through the whole page lands in a
+  formula (MathJax's menu puts each one in the tab order unless ``inTabOrder: false``);
+  a formula whose box is too narrow for it and scrolls may be a tab stop (the keyboard's
+  way to scroll it), and is counted apart;
+* axe-core (tools/node, installed by ``make axe``; injected from the local file) finds a
+  colour-contrast violation, in light mode or in dark mode (Chromium's
+  ``prefers-color-scheme: dark``), with every folded block opened and the search words
+  highlighted (``?highlight=the``; the search page is opened with a query);
+* a Binder link opens anything but a portable notebook (``notebooks/NAME.ipynb``), e.g.
+  a source chapter;
 
 and, opened again at phone size (390 x 844, touch), when:
 
@@ -35,6 +56,9 @@ and, opened again at phone size (390 x 844, touch), when:
   and then the box must show a cue (a fade, shadow or background) that it scrolls
   (collapsed solutions and toggles are opened first, as a reader would);
 * the page is wider than the screen (it scrolls sideways).
+
+Screenshots: besides the full page at desktop width, the first screen at desktop width in
+dark mode (``*.dark.png``) and at phone size in dark mode (``*.phone-dark.png``).
 
 A full-page screenshot of every page at desktop width is saved under ``--out``, with
 four at phone size: the first screen (``*.phone.png``), the chapter list open
@@ -85,6 +109,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
+
+# axe-core, installed by `make axe` (tools/fetch_axe.py: the version and sha512 pinned in
+# tools/node/package-lock.json, from the npm registry; `npm ci --prefix tools/node` is the
+# same) and injected into each page from this file: no network.
+AXE = Path(os.environ.get("AXE_CORE") or ROOT / "tools" / "node" / "node_modules" / "axe-core" / "axe.min.js")
+ASPECT_TOLERANCE = 0.02   # a figure's shape on screen may differ from its own by 2% (and 1.5 px)
+CAPTION = re.compile(r"Figure\s+\d+(\.\d+)*")
+TAB_LIMIT = 5000          # Tab presses at most, per page
+SEARCH_QUERY = "Theorem 3.1"  # what the contrast pass searches for on the search page
 
 PAGE_PROBE = r"""() => {
   const maths = Array.from(document.querySelectorAll('.math'));
@@ -235,6 +268,129 @@ PHONE_PROBE = r"""() => {
 }"""
 
 
+# The figures: the content images shown at least 40 x 20 px (not icons, not a collapsed
+# block's), outside any figure view. Shared by the probes below.
+FIGURES_JS = r"""const bookFigures = () => Array.from(document.querySelectorAll('main article img')).filter(i => {
+  if (i.closest('dialog, [role="dialog"]')) return false;
+  const r = i.getBoundingClientRect();
+  return r.width >= 40 && r.height >= 20 && getComputedStyle(i).visibility !== 'hidden';
+});
+const bookFigureName = (i) => {
+  const cap = i.closest('figure') && i.closest('figure').querySelector('figcaption');
+  const number = cap && (cap.textContent.match(/^\s*(Figure\s+[\d.]*\d)/) || [])[1];
+  if (number) return number;
+  const alt = (i.getAttribute('alt') || '').replace(/\s+/g, ' ').trim();
+  const file = (i.getAttribute('src') || '').split('/').pop();
+  return `${file.length > 24 ? file.slice(0, 12) + '...' + file.slice(-4) : file}` + (alt ? ` ("${alt.slice(0, 50)}${alt.length > 50 ? '...' : ''}")` : '');
+};"""
+
+# Each figure: its name, its shape on screen against its own, its caption. Waits for the
+# images to load (an image not loaded is reported by PAGE_PROBE).
+FIGURE_PROBE = "async () => {" + FIGURES_JS + r"""
+  const figs = bookFigures();
+  await Promise.all(figs.map(i => i.complete ? null : new Promise(r => {
+    i.addEventListener('load', r, {once: true}); i.addEventListener('error', r, {once: true}); setTimeout(r, 5000); })));
+  return figs.filter(i => i.naturalWidth > 0 && i.naturalHeight > 0).map(i => {
+    const r = i.getBoundingClientRect();
+    const cap = i.closest('figure') ? i.closest('figure').querySelector('figcaption') : null;
+    return {name: bookFigureName(i), w: r.width, h: r.height, nw: i.naturalWidth, nh: i.naturalHeight,
+            error: (r.width / r.height) / (i.naturalWidth / i.naturalHeight) - 1,
+            caption: cap ? cap.textContent.replace(/\s+/g, ' ').trim().slice(0, 80) : null};
+  });
+}"""
+
+# Scroll the i-th figure to the middle of the screen; where to tap it.
+FIGURE_SPOT = "(i) => {" + FIGURES_JS + r"""
+  const img = bookFigures()[i];
+  if (!img) return null;
+  img.scrollIntoView({block: 'center', inline: 'center'});
+  const r = img.getBoundingClientRect();
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2, w: r.width, src: img.currentSrc || img.src,
+          name: bookFigureName(img), path: location.pathname};
+}"""
+
+# An open figure view: a dialog (or role=dialog) on screen, nearly as wide as the screen,
+# showing the image `src` at least `w` px wide. Returns what it found (or null).
+FIGURE_VIEW = r"""([src, w]) => {
+  const same = (img) => (img.currentSrc || img.src) === src;
+  for (const box of document.querySelectorAll('dialog[open], [role="dialog"], [aria-modal="true"]')) {
+    const br = box.getBoundingClientRect();
+    const cs = getComputedStyle(box);
+    if (br.width < 1 || br.height < 1 || cs.visibility === 'hidden' || cs.display === 'none') continue;
+    const img = Array.from(box.querySelectorAll('img')).find(same);
+    if (!img || !img.complete || !img.naturalWidth) continue;
+    const r = img.getBoundingClientRect();
+    return {boxWidth: br.width, screen: innerWidth, w: r.width, h: r.height,
+            error: (r.width / r.height) / (img.naturalWidth / img.naturalHeight) - 1,
+            wide: br.width >= 0.9 * innerWidth, large: r.width >= w - 1};
+  }
+  return null;
+}"""
+
+# Code and text outputs wider than the column (run with every folded block opened). The
+# column is the article's content box; a pre is too wide when its text scrolls (or
+# overflows) inside it, or when it reaches past the column.
+CODE_PROBE = r"""() => {
+  const article = document.querySelector('main article') || document.querySelector('main') || document.body;
+  const acs = getComputedStyle(article), ar = article.getBoundingClientRect();
+  const column = ar.right - parseFloat(acs.paddingRight) - parseFloat(acs.borderRightWidth);
+  const wide = [];
+  let shown = 0;
+  for (const pre of article.querySelectorAll('pre')) {
+    const r = pre.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1 || getComputedStyle(pre).visibility === 'hidden') continue;
+    shown++;
+    let over = pre.scrollWidth > pre.clientWidth + 1 || r.right > column + 1;
+    for (let a = pre.parentElement; !over && a && a !== article; a = a.parentElement)
+      over = a.scrollWidth > a.clientWidth + 1 && getComputedStyle(a).overflowX !== 'visible';
+    if (!over) continue;
+    const lines = pre.textContent.replace(/\n$/, '').split('\n');
+    const longest = Math.max(...lines.map(l => l.replace(/\t/g, '    ').length));
+    const kind = pre.closest('.cell_output, .output') ? (pre.closest('.tag_source-listing') ? 'listing' : 'output')
+        : pre.closest('.cell_input') ? 'code cell' : 'code block';
+    const ps = getComputedStyle(pre);
+    const pad = parseFloat(ps.paddingLeft) + parseFloat(ps.paddingRight);
+    const section = pre.closest('section');
+    const heading = section && section.querySelector('h1, h2, h3, h4');
+    const where = heading ? heading.textContent.replace(/#$/, '').replace(/\s+/g, ' ').trim().slice(0, 50) : '';
+    const first = (lines.find(l => l.trim()) || '').trim().slice(0, 40);
+    wide.push({kind, where, first, longest, lines: lines.filter(l => l.length > 76).length,
+               width: Math.round(pre.scrollWidth - pad),
+               box: Math.round(Math.min(pre.clientWidth, column - r.left - parseFloat(ps.borderLeftWidth)) - pad)});
+  }
+  return {shown, wide, column: Math.round(column - ar.left - parseFloat(acs.paddingLeft))};
+}"""
+
+# The keyboard walk: every element that takes the focus is logged (is it in a formula,
+# does that formula's box scroll); ``cycle`` is set when the focus comes round to an
+# element it was on before, or leaves the page.
+FOCUS_LOG = r"""() => {
+  window.__bookTab = {log: [], seen: new Set(), cycle: false};
+  if (document.activeElement) document.activeElement.blur();
+  window.scrollTo(0, 0);
+  document.addEventListener('focusin', (event) => {
+    const t = window.__bookTab, e = event.target;
+    if (t.cycle) return;
+    if (t.seen.has(e)) { t.cycle = true; return; }
+    t.seen.add(e);
+    const math = e.closest && e.closest('mjx-container, .math');
+    t.log.push({math: !!math, scrolls: !!math && e.scrollWidth > e.clientWidth + 1,
+                text: math ? (math.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 40) : ''});
+  }, true);
+}"""
+
+# axe-core's colour-contrast rule on the whole page: one entry per element that fails.
+AXE_RUN = r"""async () => {
+  const r = await axe.run(document, {runOnly: {type: 'rule', values: ['color-contrast']},
+                                     resultTypes: ['violations']});
+  return r.violations.flatMap(v => v.nodes.map(n => {
+    const d = ((n.any || [])[0] || {}).data || {};
+    return {target: n.target.join(' '), ratio: d.contrastRatio, expected: d.expectedContrastRatio,
+            fg: d.fgColor, bg: d.bgColor, html: (n.html || '').replace(/\s+/g, ' ').slice(0, 90)};
+  }));
+}"""
+
+
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # no request log on the console
         pass
@@ -355,6 +511,180 @@ def copy_buttons_without_name(page) -> int:
         cdp.detach()
 
 
+def _few(problems: list[str], items: list[str], what: str, keep: int = 5) -> None:
+    """Add the first ``keep`` items, then one line for the rest."""
+    problems += items[:keep]
+    if len(items) > keep:
+        problems.append(f"... and {len(items) - keep} more {what}")
+
+
+def figure_shapes(page, label: str) -> tuple[list[dict], list[str]]:
+    """The figures on screen, and those whose shape differs from the image's own."""
+    figures = page.evaluate(FIGURE_PROBE)
+    bad = []
+    for f in figures:
+        should = f["h"] * f["nw"] / f["nh"]
+        if abs(f["error"]) > ASPECT_TOLERANCE and abs(f["w"] - should) > 1.5:
+            how = "stretched sideways" if f["error"] > 0 else "squashed sideways"
+            bad.append(f"{label}: figure {f['name']} is distorted, {how} by {abs(f['error']):.0%} "
+                       f"(shown {f['w']:.0f} x {f['h']:.0f} px; the image is {f['nw']} x {f['nh']})")
+    return figures, bad
+
+
+def uncaptioned(figures: list[dict]) -> list[str]:
+    return [f"figure without a numbered caption (a figcaption starting \"Figure N.M\"): {f['name']}"
+            for f in figures if not (f["caption"] and CAPTION.match(f["caption"]))]
+
+
+def open_figures(page, url: str, label: str, touch: bool) -> tuple[list[str], int]:
+    """Tap (click) each figure: it must open in a view on the page, full width, at least as
+    large as on the page and undistorted, and Escape must close the view."""
+    problems, opened = [], 0
+    verb = "tapping" if touch else "clicking"
+    count = page.evaluate("() => {" + FIGURES_JS + " return bookFigures().length; }")
+    for i in range(count):
+        try:
+            spot = page.evaluate(FIGURE_SPOT, i)
+        except PlaywrightError:
+            spot = None
+        if spot is None:
+            continue
+        navigated: list[str] = []
+
+        def on_nav(frame):
+            if frame == page.main_frame:
+                navigated.append(frame.url)
+
+        page.on("framenavigated", on_nav)
+        view = None
+        try:
+            if touch:
+                page.touchscreen.tap(spot["x"], spot["y"])
+            else:
+                page.mouse.click(spot["x"], spot["y"])
+            view = page.wait_for_function(f"(a) => ({FIGURE_VIEW})(a)", arg=[spot["src"], spot["w"]],
+                                          timeout=2500).json_value()
+        except (PlaywrightTimeout, PlaywrightError):
+            view = None
+        finally:
+            page.remove_listener("framenavigated", on_nav)
+        where = urlparse(page.url).path
+        if where != spot["path"] or any(urlparse(u).path != spot["path"] for u in navigated):
+            went = (navigated[-1] if navigated else page.url).rsplit("/", 1)[-1]
+            problems.append(f"{label}: {verb} figure {spot['name']} leaves the page (for {went})")
+            open_page(page, url, wait_until="load")
+            page.evaluate(EXPAND)
+            continue
+        if view is None:
+            problems.append(f"{label}: {verb} figure {spot['name']} does not open it in a view on the page")
+            continue
+        if not view["wide"]:
+            problems.append(f"{label}: the view of figure {spot['name']} is {view['boxWidth']:.0f} px wide "
+                            f"on a {view['screen']} px screen (not the full width)")
+        elif not view["large"]:
+            problems.append(f"{label}: the view of figure {spot['name']} shows it {view['w']:.0f} px wide, "
+                            f"smaller than on the page ({spot['w']:.0f} px)")
+        elif abs(view["error"]) > ASPECT_TOLERANCE:
+            problems.append(f"{label}: the view of figure {spot['name']} shows it distorted "
+                            f"by {abs(view['error']):.0%}")
+        else:
+            opened += 1
+        page.keyboard.press("Escape")
+        try:
+            page.wait_for_function(f"(a) => !({FIGURE_VIEW})(a)", arg=[spot["src"], 0], timeout=2000)
+        except PlaywrightTimeout:
+            problems.append(f"{label}: Escape does not close the view of figure {spot['name']}")
+            open_page(page, url, wait_until="load")
+            page.evaluate(EXPAND)
+    return problems, opened
+
+
+def wide_code(page) -> tuple[dict, list[str]]:
+    """Code blocks and text outputs wider than the column (every folded block opened)."""
+    probe = page.evaluate(CODE_PROBE)
+    items = []
+    for c in probe["wide"]:
+        where = f" in \"{c['where']}\"" if c["where"] else ""
+        items.append(f"{c['kind']} wider than the column at 1280 px{where}, starting \"{c['first']}\": "
+                     f"its text needs {c['width']} px and has {c['box']} px; longest line "
+                     f"{c['longest']} characters ({c['lines']} over 76)")
+    return probe, items
+
+
+def formulas_in_tab_order(page) -> dict:
+    """Press Tab through the whole page; count the stops, and those in formulas."""
+    page.evaluate(FOCUS_LOG)
+    state = {"count": 0, "cycle": False}
+    for _ in range(0, TAB_LIMIT, 40):
+        for _ in range(40):
+            page.keyboard.press("Tab")
+        before = state["count"]
+        state = page.evaluate("() => ({count: window.__bookTab.log.length, cycle: window.__bookTab.cycle, "
+                              "away: document.activeElement === document.body})")
+        if state["cycle"] or state["count"] == before:
+            break
+    log = page.evaluate("() => window.__bookTab.log")
+    return {"stops": len(log), "math": [f["text"] for f in log if f["math"] and not f["scrolls"]],
+            "scrolling": sum(1 for f in log if f["math"] and f["scrolls"])}
+
+
+def binder_links(links: list[str]) -> list[str]:
+    """Binder links that open anything but a portable notebook (notebooks/NAME.ipynb)."""
+    problems = []
+    for href in dict.fromkeys(links):
+        parsed = urlparse(href)
+        if "mybinder" not in (parsed.hostname or "") and "/v2/gh/" not in parsed.path:
+            continue
+        query = dict(q.split("=", 1) for q in parsed.query.split("&") if "=" in q)
+        target = unquote(query.get("urlpath") or query.get("labpath") or query.get("filepath") or "")
+        target = re.sub(r"^(lab|notebooks|tree|doc)/((tree|workspaces/[^/]+/tree)/)?", "", target)
+        if not target.startswith("notebooks/") or not target.endswith(".ipynb"):
+            kind = "a source chapter" if target.startswith("chapters/") else "no portable notebook"
+            problems.append(f"the Binder link opens {target or 'no notebook'}, {kind}, "
+                            f"not notebooks/NAME.ipynb: {href}")
+    return problems
+
+
+def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str]]:
+    """axe-core's colour-contrast rule on an open page (desktop size, every folded block
+    open), in light mode and then in dark mode (Chromium's prefers-color-scheme, which the
+    theme follows in its default "auto" mode), with search words highlighted as on a page
+    reached from the search (the search page itself shows the results for SEARCH_QUERY).
+    Saves the first screen in dark mode."""
+    problems: list[str] = []
+    counts = {}
+    if not AXE.is_file():
+        return counts, [f"contrast: axe-core is not installed at {AXE} (run `make axe`)"]
+    if urlparse(url).path.endswith("/search.html"):
+        open_page(page, url + "?q=" + SEARCH_QUERY.replace(" ", "+"))
+        try:
+            page.wait_for_function("() => document.querySelector('#search-results li')", timeout=15000)
+        except PlaywrightTimeout:
+            problems.append(f"the search page shows no results for {SEARCH_QUERY!r}")
+    else:  # what sphinx_highlight.js does on a page opened from a search result
+        page.evaluate("() => { if (typeof SphinxHighlight === 'undefined') return;"
+                      " localStorage.setItem('sphinx_highlight_terms', 'the');"
+                      " SphinxHighlight.highlightSearchWords(); }")
+        page.wait_for_timeout(100)
+    page.add_script_tag(path=str(AXE))
+    for scheme in ("light", "dark"):
+        if scheme == "dark":
+            page.emulate_media(color_scheme="dark")
+            themed = page.evaluate("() => document.documentElement.dataset.theme || ''")
+            if themed and themed != "dark":
+                problems.append(f"dark mode: the page stays {themed} when the system asks for dark")
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.wait_for_timeout(200)
+            page.screenshot(path=str(out / f"{stem}.dark.png"))
+        found = page.evaluate(AXE_RUN)
+        counts[scheme] = len(found)
+        items = [f"contrast ({scheme}): {f['ratio']}:1, needs {f['expected']} ({f['fg']} on {f['bg']}) "
+                 f"at {f['target'][-60:]}: {f['html']}" for f in found]
+        _few(problems, items, f"contrast failures ({scheme})")
+    page.emulate_media(color_scheme="light")
+    return counts, problems
+
+
 def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_cache: dict):
     context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()
@@ -362,6 +692,7 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
     outside: list[str] = []
     watch(page, problems, outside)
     open_page(page, url)
+    landed = page.url  # after redirects
     probe = page.evaluate(PAGE_PROBE)
     if probe["unrendered"]:
         problems.append(f"{probe['unrendered']} of {probe['maths']} math elements not rendered")
@@ -375,7 +706,7 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
         problems.append(f"image without alt text saying what it shows: {src} (alt={alt!r})")
     final = unquote(urlparse(page.url).path).lstrip("/") or "index.html"  # after redirects
     problems += check_links(probe["links"], (site / final).resolve(), site, anchors_cache)
-    page.screenshot(path=str(shot), full_page=True)
+    page.screenshot(path=str(shot), full_page=True, timeout=120000)  # a long chapter takes a while
     # The desktop sidebar toggle hides the chapter list and brings it back.
     if probe["themed"] or page.locator(CHAPTER_LIST).count():
         toggle = visible_toggle(page, "primary-toggle")
@@ -389,14 +720,32 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
             problems.append("desktop: the sidebar toggle does not hide the chapter list")
         elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, True):
             problems.append("desktop: the sidebar toggle does not bring the chapter list back")
-    # Copy buttons, with everything a reader can open opened (a hidden button has no name yet).
+    # Everything a reader can open, opened: copy buttons (a hidden one has no name yet),
+    # figures, code, tab stops.
+    if page.evaluate(EXPAND):
+        page.wait_for_timeout(300)
     if probe["copyButtons"]:
-        page.evaluate(EXPAND)
         unnamed = copy_buttons_without_name(page)
         if unnamed:
             problems.append(f"{unnamed} of {probe['copyButtons']} copy buttons have no accessible name")
+    figures, distorted = figure_shapes(page, "desktop")
+    problems += distorted
+    _few(problems, uncaptioned(figures), "figures without a numbered caption")
+    probe["figures"] = len(figures)
+    probe["code"], wide = wide_code(page)
+    problems += wide  # each one: the chapters' authors need the list
+    probe["tab"] = formulas_in_tab_order(page)
+    if probe["tab"]["math"]:
+        problems.append(f"{len(probe['tab']['math'])} of {probe['tab']['stops']} tab stops are formulas "
+                        f"(the first: {probe['tab']['math'][0]!r}); MathJax's menu puts them in the tab "
+                        f"order unless menuOptions.settings.inTabOrder is false")
+    tapped, probe["opened"] = open_figures(page, url, "desktop", touch=False)
+    problems += tapped
+    problems += binder_links(probe["links"])
+    probe["contrast"], found = check_contrast(page, landed, out, shot.name[:-len(".png")])
+    problems += found
     problems += [f"request to an outside host: {u}" for u in outside]
-    probe["url"] = page.url  # after redirects
+    probe["url"] = landed
     context.close()
     return probe, problems
 
@@ -541,6 +890,15 @@ def check_phone(browser, url: str, out: Path, stem: str):
     if probe["width"] > probe["W"]:
         problems.append(f"phone: the page is {probe['width']} px wide on a {probe['W']} px screen; "
                         f"widest: {', '.join(probe['wide'])}")
+    # Figures: their shape, and a tap opens each on the page.
+    figures, distorted = figure_shapes(page, "phone")
+    problems += distorted
+    tapped, nav["figures"] = open_figures(page, url, "phone", touch=True)
+    problems += tapped
+    page.emulate_media(color_scheme="dark")  # the first screen in dark mode
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_timeout(200)
+    page.screenshot(path=str(out / f"{stem}.phone-dark.png"))
     problems += [f"phone: request to an outside host: {u}" for u in outside]
     context.close()
     return probe, nav, problems
@@ -553,15 +911,25 @@ def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cach
     probe, problems = check_desktop(browser, url, site, out, shot, anchors_cache)
     phone, nav, phone_problems = check_phone(browser, probe["url"], out, stem)
     problems = list(dict.fromkeys(problems + phone_problems))  # one failure can be reported by two events
+    light, dark = probe["contrast"].get("light", "?"), probe["contrast"].get("dark", "?")
     ok = not problems
     menus = "menu" + ("+contents" if nav["contents"] else "") if nav["menu"] else "no menu"
+    tab = probe["tab"]
+    scrolling = f" (and {tab['scrolling']} wide ones that scroll)" if tab["scrolling"] else ""
     line = (f"{'OK  ' if ok else 'FAIL'} {rel}: {probe['maths'] - probe['unrendered']}/{probe['maths']} math rendered, "
             f"{probe['images']} images ({probe['contentImages']} in the text), {len(probe['links'])} links, "
-            f"{probe['copyButtons']} copy buttons; phone: {menus}, {phone['scrolling']} formulas scroll, "
-            f"{nav['titles']} opened by their titles; "
+            f"{probe['copyButtons']} copy buttons; {probe['figures']} figures, {probe['opened']} opened by a click; "
+            f"{probe['code']['shown']} code blocks, {len(probe['code']['wide'])} wider than the "
+            f"{probe['code']['column']} px column; {tab['stops']} tab stops, {len(tab['math'])} in formulas"
+            f"{scrolling}; "
+            f"contrast failures: {light} light, {dark} dark; "
+            f"phone: {menus}, {phone['scrolling']} formulas scroll, "
+            f"{nav['titles']} opened by their titles, {nav['figures']} figures by a tap; "
             f"screenshot {shot.relative_to(ROOT) if ROOT in shot.parents else shot}")
     if not ok:
-        line += "".join(f"\n       - {p}" for p in problems[:20])
+        line += "".join(f"\n       - {p}" for p in problems[:80])
+        if len(problems) > 80:
+            line += f"\n       - ... and {len(problems) - 80} more"
     return ok, line
 
 
@@ -576,6 +944,10 @@ def main() -> int:
     if chromium is None:
         print("site-check: SKIPPED, no Chromium found (install Debian's package: apt-get install -y chromium)")
         return 0 if args.allow_missing_browser else 1
+    if not AXE.is_file():
+        print(f"site-check: axe-core is not installed at {AXE}; run `make axe` "
+              "(tools/fetch_axe.py, once; it needs the npm registry)")
+        return 1
     site = args.site.resolve()
     if not (site / "index.html").exists():
         print(f"site-check: no built site at {site}; run `make book` first")

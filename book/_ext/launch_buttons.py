@@ -12,14 +12,16 @@ This extension runs after it (priority 600) and edits that group in the page con
 * on a page that is not a chapter it removes the group. book/instructors.md is a MyST
   notebook (the theme gives it buttons), but Colab cannot open a ``.md`` file and the
   guide is not meant to be run by readers; the other pages are not notebooks.
-* Colab opens the *portable* notebook ``notebooks/NAME.ipynb`` (MyST rendered to plain
-  Markdown and LaTeX by tools/portable.py), not ``chapters/NAME.ipynb``: Colab shows
-  MyST directives as raw code.
-* Binder keeps the source notebook ``chapters/NAME.ipynb``, opened in JupyterLab
-  (``launch_buttons.notebook_interface: jupyterlab``), where jupyterlab-myst, installed
-  by binder/requirements.txt, renders it.
+* Colab and Binder open the *portable* notebook ``notebooks/NAME.ipynb`` (MyST rendered
+  to plain Markdown and LaTeX by tools/portable.py), not ``chapters/NAME.ipynb``: Colab
+  shows MyST directives as raw code, and under jupyterlab-myst the source chapter numbers
+  its own theorems ("Theorem 1") and leaves references to other chapters as raw labels,
+  while the portable notebook has the site's numbers ("Theorem 3.1"), links and
+  citations in any Jupyter front end. Binder opens it in JupyterLab
+  (``launch_buttons.notebook_interface: jupyterlab``); the source chapter is one folder
+  away there.
 
-Anything unexpected is a Sphinx warning, so an error under ``-W``: a Colab target
+Anything unexpected is a Sphinx warning, so an error under ``-W``: a portable notebook
 missing from the repository (run ``make portable``), or buttons not in the form above
 (a theme upgrade, or a ``notebook_interface`` other than ``jupyterlab``). The students'
 site (tools/make_assignments.py) turns the launch buttons off; then there is nothing to do.
@@ -34,7 +36,7 @@ LOGGER = logging.getLogger(__name__)
 
 GROUP_LABEL = "launch-buttons"   # the theme's label of the launch-button group
 CHAPTERS = "chapters"            # the folder of the chapter notebooks (the pages that get buttons)
-PORTABLE = "notebooks"           # the folder of the portable notebooks (what Colab opens)
+PORTABLE = "notebooks"           # the folder of the portable notebooks (what Colab and Binder open)
 PRIORITY = 600                   # after sphinx-book-theme's add_launch_buttons (501)
 
 
@@ -63,6 +65,7 @@ def edit_launch_buttons(header_buttons: list, pagename: str, book_root: Path,
     name = pagename.split("/", 1)[1]
     source = f"{prefix}{CHAPTERS}/{name}.ipynb"
     portable = f"{prefix}{PORTABLE}/{name}.ipynb"
+    missing = not (book_root / PORTABLE / f"{name}.ipynb").is_file()
     for group in groups:
         for button in group.get("buttons", []):
             url, kind = button.get("url", ""), button.get("text")
@@ -71,13 +74,17 @@ def edit_launch_buttons(header_buttons: list, pagename: str, book_root: Path,
                     problems.append(f"the Colab button of {pagename} does not open {source}: {url}")
                     continue
                 button["url"] = url[: -len(source)] + portable
-                if not (book_root / PORTABLE / f"{name}.ipynb").is_file():
-                    problems.append(f"the Colab button of {pagename} opens {portable}, which is "
-                                    "not in the repository (run `make portable`)")
             elif kind == "Binder":
                 if not url.endswith(f"?urlpath=lab/tree/{source}"):
                     problems.append(f"the Binder button of {pagename} does not open {source} in "
                                     f"JupyterLab (launch_buttons.notebook_interface: jupyterlab): {url}")
+                    continue
+                button["url"] = url[: -len(source)] + portable
+            else:
+                continue
+            if missing:
+                problems.append(f"the {kind} button of {pagename} opens {portable}, which is "
+                                "not in the repository (run `make portable`)")
     return problems
 
 

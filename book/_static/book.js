@@ -107,16 +107,31 @@
 
   // -------------------------------------------------------------------------
   // Figures: on a phone a figure shrinks to the screen and its ticks and legends
-  // cannot be read. Each image of the page's content becomes a link to itself;
-  // tapping it shows the figure at its own size in a full-screen view that pans
-  // (a <dialog>: Escape, the close button or a tap beside the figure closes it).
-  // Without the view (a new tab, a long press) the link opens the image file.
-  // A figure shown smaller than its own size says so: a zoom-in cursor, and a
-  // "Tap to enlarge" ("Click to enlarge" with a mouse) label under it; the link's
-  // accessible name says that it opens the figure at full size. The view says how
-  // to move around in it and how to close it.
+  // cannot be read. Tapping (clicking) a figure shows it in a view on the page, a
+  // <dialog> over the whole screen (Escape, the close button or a tap beside the
+  // figure closes it): as wide as the screen allows when the whole figure fits, and
+  // never smaller than the size it was drawn for (its CSS width, myst-nb's inline
+  // "width: 820px" of a retina PNG), so that on a phone its text has its own size and
+  // the view pans. Sphinx already wraps each image in a link to its own file
+  // (a.image-reference); that link is the one used, so a tap no longer leaves the
+  // page for the bare PNG (a new tab or a long press still opens the file). An image
+  // linked to anything else keeps its link. A figure that the view shows larger says
+  // so: a zoom-in cursor and a "Tap to enlarge" ("Click to enlarge") label under it;
+  // the link's accessible name says that it opens the figure at full size.
   const TOUCH = window.matchMedia ? window.matchMedia("(hover: none)") : { matches: false };
+  const HELP_HEIGHT = 48; // px: the help line at the bottom of the view (3rem)
   let viewer = null;
+
+  // The width (CSS px) of a figure in the view.
+  const viewWidth = (img) => {
+    if (!img.naturalWidth || !img.naturalHeight) return 0;
+    const drawn = parseFloat(img.style.width) || parseFloat(img.getAttribute("width")) || img.naturalWidth;
+    const aspect = img.naturalWidth / img.naturalHeight;
+    const screen = document.documentElement.clientWidth;
+    const fit = Math.min(screen - 16, (window.innerHeight - HELP_HEIGHT - 16) * aspect);
+    return Math.round(Math.max(Math.min(fit, Math.max(img.naturalWidth, drawn)), drawn));
+  };
+
   const showFigure = (img) => {
     if (!viewer) {
       viewer = document.createElement("dialog");
@@ -138,7 +153,9 @@
     const help = viewer.querySelector(".book-figure-help");
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
-    big.style.width = img.naturalWidth ? `${img.naturalWidth}px` : "";
+    const width = viewWidth(img);
+    big.style.width = width ? `${width}px` : "";
+    big.style.height = "auto";
     viewer.showModal();
     pan.scrollTo(0, 0);
     const pans = pan.scrollWidth > pan.clientWidth + 1 || pan.scrollHeight > pan.clientHeight + 1;
@@ -151,22 +168,35 @@
   const markShrunk = (link) => {
     const img = link.querySelector("img");
     const shown = img.getBoundingClientRect().width;
-    link.classList.toggle("book-image-shrunk", img.naturalWidth > 0 && shown > 0 && img.naturalWidth > shown * 1.05);
+    link.classList.toggle("book-image-shrunk", shown > 0 && viewWidth(img) > shown * 1.05);
   };
   const markShrunkImages = () => document.querySelectorAll("a.book-image-link").forEach(markShrunk);
+
+  const sameFile = (a, b) => {
+    try {
+      return new URL(a, location.href).pathname === new URL(b, location.href).pathname;
+    } catch (e) {
+      return false;
+    }
+  };
 
   const linkImages = () => {
     document.querySelectorAll("article.bd-article img").forEach((img) => {
       const src = img.getAttribute("src");
-      if (!src || src.startsWith("data:") || img.closest("a")) return;
-      const link = document.createElement("a");
-      link.href = src;
-      link.className = "book-image-link";
+      if (!src || src.startsWith("data:")) return;
+      let link = img.closest("a");
+      if (link && !(link.classList.contains("image-reference") || sameFile(link.href, img.src))) return;
+      if (!link) {
+        link = document.createElement("a");
+        link.href = src;
+        img.parentNode.insertBefore(link, img);
+        link.appendChild(img);
+      }
+      if (link.classList.contains("book-image-link")) return;
+      link.classList.add("book-image-link");
       link.setAttribute("aria-haspopup", "dialog");
-      img.parentNode.insertBefore(link, img);
-      link.appendChild(img);
-      link.insertAdjacentHTML(
-        "beforeend",
+      img.insertAdjacentHTML(
+        "afterend",
         '<span class="book-enlarge-hint" aria-hidden="true"><svg viewBox="0 0 16 16" width="14" height="14">' +
           '<circle cx="6.5" cy="6.5" r="4.5" fill="none" stroke="currentColor" stroke-width="1.6"/>' +
           '<path d="M10 10l4.5 4.5M4.5 6.5h4M6.5 4.5v4" stroke="currentColor" stroke-width="1.6"/></svg></span>' +
@@ -204,9 +234,20 @@
     const wide = box.scrollWidth; // book.css keeps MathJax's hidden assistive copy out of it
     if (wide <= visible + 1) {
       box.removeAttribute("data-more");
+      if (box.dataset.bookTabindex !== undefined) {
+        // it fits again: back to its own tab order (a formula is not a tab stop)
+        if (box.dataset.bookTabindex) box.setAttribute("tabindex", box.dataset.bookTabindex);
+        else box.removeAttribute("tabindex");
+        delete box.dataset.bookTabindex;
+      }
       return;
     }
-    if (!box.hasAttribute("tabindex")) box.setAttribute("tabindex", "0"); // scrollable by keyboard too
+    if (box.getAttribute("tabindex") !== "0") {
+      // scrollable by keyboard too: a box with more to show is a tab stop (MathJax
+      // gives each formula tabindex=-1, which would keep it out)
+      box.dataset.bookTabindex = box.getAttribute("tabindex") || "";
+      box.setAttribute("tabindex", "0");
+    }
     const left = box.scrollLeft > 1;
     const right = box.scrollLeft + visible < wide - 1;
     box.setAttribute("data-more", left && right ? "both" : left ? "left" : "right");
@@ -319,6 +360,63 @@
       container.style.setProperty("--math-font", container.dataset.fontSize || container.style.fontSize || "100%");
       container.classList.add("book-print-fit");
       box.classList.add("book-math-box");
+    });
+  };
+
+  // -------------------------------------------------------------------------
+  // Code, outputs and tables wider than the column scroll sideways in their own box,
+  // and the box shows that it does (data-more, as for wide formulas: an arrow in a
+  // gutter on each side that has more, and a shadow; book.css). On a phone, a table
+  // of at most four columns that is wider than the screen (the notation table, the
+  // introduction's chapter map) is shown as a list of its rows instead (book-reflow):
+  // each cell under its column's name, read by screen readers as the table it is
+  // (ARIA table roles, since display: block drops them).
+  const SCROLLERS = "article.bd-article pre, article.bd-article .pst-scrollable-table-container";
+  const markScrollers = () =>
+    document.querySelectorAll(SCROLLERS).forEach((box) => {
+      watchScroll(box);
+      markMore(box);
+    });
+
+  const REFLOW_MAX_COLUMNS = 4;
+  const NARROW = window.matchMedia ? window.matchMedia("(max-width: 575.98px)") : { matches: false };
+  const labelTable = (table) => {
+    const head = table.tHead && table.tHead.rows[0];
+    if (!head) return false;
+    const names = Array.from(head.cells).map((c) => c.textContent.replace(/\s+/g, " ").trim());
+    if (names.length < 2 || names.length > REFLOW_MAX_COLUMNS) return false;
+    Array.from(table.tBodies).forEach((body) =>
+      Array.from(body.rows).forEach((row) =>
+        Array.from(row.cells).forEach((cell, i) => {
+          if (names[i]) cell.dataset.label = names[i];
+        })
+      )
+    );
+    return true;
+  };
+  const TABLE_ROLES = [
+    ["table", "table"], ["thead, tbody, tfoot", "rowgroup"], ["tr", "row"], ["th", "columnheader"], ["td", "cell"],
+  ];
+  const setTableRoles = (table, on) =>
+    TABLE_ROLES.forEach(([selector, role]) => {
+      const parts = selector === "table" ? [table] : table.querySelectorAll(selector);
+      parts.forEach((part) => (on ? part.setAttribute("role", role) : part.removeAttribute("role")));
+    });
+  let reflowWidth = null;
+  const reflowTables = () => {
+    const width = document.documentElement.clientWidth;
+    if (width === reflowWidth) return; // only a new screen width changes the answer
+    reflowWidth = width;
+    document.querySelectorAll("article.bd-article table").forEach((table) => {
+      if (table.dataset.bookReflow === undefined) table.dataset.bookReflow = labelTable(table) ? "yes" : "no";
+      if (table.dataset.bookReflow !== "yes") return;
+      table.classList.remove("book-reflow");
+      setTableRoles(table, false);
+      const box = table.parentElement;
+      if (NARROW.matches && table.scrollWidth > box.clientWidth + 1) {
+        table.classList.add("book-reflow");
+        setTableRoles(table, true);
+      }
     });
   };
 
@@ -465,7 +563,12 @@
     const settleMath = () => {
       fitMath();
       markPrintWidths();
+      reflowWidth = null;
+      reflowTables();
+      markScrollers();
     };
+    reflowTables();
+    markScrollers();
     whenMathIsTypeset(() => {
       gluePunctuation();
       settleMath();
@@ -475,6 +578,8 @@
     // (its formulas had no size while it was collapsed).
     const refit = debounce(() => {
       whenMathIsTypeset(settleMath);
+      reflowTables();
+      markScrollers();
       markShrunkImages();
     }, 100);
     const article = document.querySelector("article.bd-article");
