@@ -144,13 +144,14 @@ $(OTTER_STAMP): requirements-instructor.txt pyproject.toml
 	touch $(OTTER_STAMP)
 
 otter: $(STAMP) $(OTTER_STAMP)
-	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN))
+	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN)) \
+	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT))
 
 grade: $(OTTER_STAMP)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=01_unified_operator] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1]"; exit 2; }
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=01_unified_operator] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1] [WORKERS=2]"; exit 2; }
 	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)" \
 	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(HIDE_HIDDEN),--hide-hidden-cases) $(if $(FORCE),--force)
+	  $(if $(HIDE_HIDDEN),--hide-hidden-cases) $(if $(FORCE),--force) $(if $(WORKERS),--workers $(WORKERS))
 
 # The answers graded by hand, gathered by question: ANSWERS/<chapter>/<question>.md, student after student.
 ANSWERS ?= answers
@@ -166,8 +167,8 @@ answers: $(OTTER_STAMP)
 test-otter: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \
 	  echo "test-otter: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
-	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test && \
-	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py
+	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8 && \
+	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py
 
 test-site: $(STAMP) $(AXE)
 	$(BIN)/python tools/site_check.py --allow-missing-browser

@@ -116,8 +116,8 @@ def test_the_grading_command_reads_a_folder_of_submissions(tmp_path):
 
 
 def test_the_csv_is_safe_to_open_in_a_spreadsheet():
-    row = otter_grade.Row('=HYPERLINK("http://x","click")', "ex1.1", 0.5, 1, "-1 is wrong")
-    assert row.as_list() == ['\'=HYPERLINK("http://x","click")', "ex1.1", "0.5", "1", "'-1 is wrong"]
+    row = otter_grade.Row('=HYPERLINK("http://x","click")', "ex1.1", 0.5, 1, "-1 is wrong", "+x")
+    assert row.as_list() == ['\'=HYPERLINK("http://x","click")', "ex1.1", "0.5", "1", "'-1 is wrong", "'+x"]
 
 
 def test_tampering_with_otter_or_the_library_is_flagged():
@@ -321,6 +321,7 @@ def test_the_reference_solutions_score_full_marks(graded, otter_dir):
             if r["score"] != "":
                 assert float(r["score"]) == float(r["max"]) > 0, r
                 assert re.fullmatch(r"all \d+ tests passed \(1 visible, [1-9]\d* hidden\)", r["message"]), r
+                assert r["flag"] == "", r
             else:
                 assert r["message"] == "graded by hand"
 
@@ -350,7 +351,8 @@ def test_a_planted_wrong_answer_fails_its_question_with_a_helpful_message(graded
 def test_a_submission_that_tampers_with_grading_is_flagged_and_a_renamed_function_explained(graded):
     rows, _, printed, _ = graded
     mallory = {r["question"]: r for r in rows if r["student"] == "mallory"}
-    assert mallory["ex1.1"]["message"].startswith("CHECK THE CODE: cell ")
+    assert mallory["ex1.1"]["message"].startswith("FLAGGED, scored 0") and float(mallory["ex1.1"]["score"]) == 0
+    assert "CHECK THE CODE: cell " in mallory["ex1.1"]["message"] and mallory["ex1.1"]["flag"]
     assert "assigns to an attribute of a library module" in mallory["ex1.1"]["message"]
     assert re.search(r"^mallory: .* CHECK THE CODE$", printed, re.M)
     renata = {r["question"]: r for r in rows if r["student"] == "renata"}
@@ -375,9 +377,13 @@ def test_the_guides_worked_example_is_what_grading_writes(graded):
     def cut(message: str) -> str:     # the guide cuts the hidden tests' messages
         return re.sub(r"\| hidden: .*$", "| hidden: …", message)
 
-    graded_rows = [{**r, "message": cut(r["message"])} for r in rows
+    def same(message: str) -> str:    # the counts of hidden tests changed with issue 26 (a test per case)
+        return re.sub(r"\(1 visible, \d+ hidden\)|\d+ tests passed", "#", message)
+
+    columns = list(shown[0]) if shown else []
+    graded_rows = [{k: (same(cut(r[k])) if k == "message" else r[k]) for k in columns} for r in rows
                    if r["student"] in ("ada", "blaise", "carl") and r["score"] != ""]
-    assert shown == graded_rows
+    assert [{k: (same(v) if k == "message" else v) for k, v in r.items()} for r in shown] == graded_rows
     by_hand = [r for r in rows if r["student"] == "ada" and r["score"] == ""]
     assert by_hand and all(r["message"] == "graded by hand" for r in by_hand)
 

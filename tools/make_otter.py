@@ -179,6 +179,16 @@ def master_solution_cell(stub: str, code: str, where: str) -> str:
     if not (isinstance(last, ast.Expr) and isinstance(last.value, ast.Constant) and last.value.value is Ellipsis):
         raise OtterError(f"{where}: the stub's function {func.name}() should end in '...'")
     preamble, body = solution_parts(code, func.name, where)
+    # A parameter with a default that the book's solution adds to the stub's signature
+    # (``eps=1e-6``) becomes a local of the body, so that the stub's signature can stay.
+    solved = next(n for n in _before_check(code, where) if isinstance(n, ast.FunctionDef) and n.name == func.name)
+    given = {a.arg for a in func.args.args + func.args.kwonlyargs}
+    params = solved.args.args[len(solved.args.args) - len(solved.args.defaults):]
+    extra = [f"{a.arg} = {ast.unparse(d)}" for a, d in zip(params, solved.args.defaults) if a.arg not in given]
+    extra += [f"{a.arg} = {ast.unparse(d)}" for a, d in zip(solved.args.kwonlyargs, solved.args.kw_defaults)
+              if d is not None and a.arg not in given]
+    if extra:
+        body = "\n".join(extra) + "\n" + body
     lines = stub.split("\n")
     dots = lines[last.lineno - 1]
     if dots.strip() != "...":
@@ -251,6 +261,106 @@ def load_hidden(path: Path) -> dict[str, list[str]]:
     return {label: [textwrap.dedent(inspect.getsource(f)) for f in functions] for label, functions in tests.items()}
 
 
+# --------------------------------------------------------------------------- graded in parts, sandboxed
+
+QUESTION_SECONDS = 20.0   # what the hidden cases of one question may take together (all calls)
+SANDBOX = Path(__file__).resolve().parent / "grading_sandbox.py"
+
+
+def _sandbox_source() -> str:
+    """The source of ``grading_sandbox.sandboxed`` (copied into each test cell, which must be self-contained)."""
+    tree = ast.parse(SANDBOX.read_text())
+    func = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "sandboxed")
+    return ast.get_source_segment(SANDBOX.read_text(), func)
+
+
+def _case_function(source: str) -> tuple[str, str, str] | None:
+    """``(name, parameter, source)`` of the hidden test turned into a function that runs every case.
+
+    The hidden test's last statement must be its loop over the cases; the loop's body is
+    wrapped so that a failing case records its message (``None`` when it passed) and the
+    loop goes on; the function returns the list. None when the test has no such loop.
+    """
+    tree = ast.parse(textwrap.dedent(source))
+    func = tree.body[0]
+    if not (isinstance(func, ast.FunctionDef) and len(func.args.args) == 1 and func.body
+            and isinstance(func.body[-1], ast.For)):
+        return None
+    loop = func.body[-1]
+    record = ast.parse(
+        "__cases.append(None)\n"
+        "try:\n    pass\n"
+        "except AssertionError as __error:\n    __cases[-1] = str(__error) or 'a hidden case failed'\n"
+        "except Exception as __error:\n    __cases[-1] = f'the test stopped on {type(__error).__name__}: {__error}'\n"
+    ).body
+    record[1].body = loop.body
+    loop.body = record
+    func.body[-1:] = [ast.parse("__cases = []").body[0], loop, ast.parse("return __cases").body[0]]
+    func.name = f"_cases_{func.name}"
+    ast.fix_missing_locations(tree)
+    return func.name, func.args.args[0].arg, ast.unparse(tree)
+
+
+def count_cases(source: str) -> int:
+    """How many cases the hidden test ``source`` runs (1 when it cannot be split into cases).
+
+    Counted by running it on an answer that raises: every case fails and is recorded.
+    """
+    made = _case_function(source)
+    if made is None:
+        return 1
+    name, _, code = made
+    namespace: dict = {}
+    exec(compile(code, f"<cases of {name}>", "exec"), namespace)
+
+    def refuses(*args, **kwargs):
+        raise NotImplementedError("counting the cases")
+
+    try:
+        return max(1, len(namespace[name](refuses)))
+    except Exception:
+        return 1
+
+
+def hidden_case_tests(source: str, points: float, seconds: float = QUESTION_SECONDS) -> list[str]:
+    """The test cells of one hidden test, one per case, worth ``points`` together.
+
+    The first cell forks the student's function into a sandbox (tools/grading_sandbox.py)
+    before the test computes anything, runs every case once and keeps each case's outcome
+    in the notebook's environment; each cell then passes or fails with its own case, so a
+    question's points are split over its cases. A test without a loop over cases is one cell.
+    """
+    made = _case_function(source)
+    n = count_cases(source) if made else 1
+    if n == 1:        # no loop over cases, or one that cannot be counted: the test as one case
+        tree = ast.parse(textwrap.dedent(source))
+        func = tree.body[0]
+        made = (func.name, func.args.args[0].arg, textwrap.dedent(source).rstrip() +
+                f"\n\n\ndef _cases_{func.name}({func.args.args[0].arg}):\n"
+                f"    {func.name}({func.args.args[0].arg})\n    return [None]\n")
+        made = (f"_cases_{func.name}", made[1], made[2])
+    name, parameter, code = made
+    key = f"__hidden_cases_{name}"
+    first = (f"def test_{name.removeprefix('_cases_')}_case_1(env):\n"
+             + textwrap.indent(_sandbox_source(), "    ") + "\n\n"
+             + textwrap.indent(code, "    ") + "\n\n"
+             f"    try:\n"
+             f"        cases = {name}(sandboxed(env.get({parameter!r}), {float(seconds)!r}))\n"
+             f"    except AssertionError as error:\n"
+             f"        cases = [str(error)] * {n}\n"
+             f"    except Exception as error:\n"
+             f"        cases = [f'the test stopped on {{type(error).__name__}}: {{error}}'] * {n}\n"
+             f"    if len(cases) != {n}:\n"
+             f"        cases = ['the hidden test ran ' + str(len(cases)) + ' cases, not {n}'] * {n}\n"
+             f"    env[{key!r}] = cases\n"
+             f"    assert cases[0] is None, cases[0]\n")
+    rest = [f"def test_{name.removeprefix('_cases_')}_case_{j + 1}(env):\n"
+            f"    cases = env.get({key!r})\n"
+            f"    assert isinstance(cases, list) and len(cases) == {n}, 'the hidden cases did not run'\n"
+            f"    assert cases[{j}] is None, cases[{j}]\n" for j in range(1, n)]
+    return [first, *rest]
+
+
 def _test_cell(source: str, hidden: bool, points: float | None = None) -> nbformat.NotebookNode:
     config = [f"hidden: {'true' if hidden else 'false'}"]
     if points is not None:
@@ -259,8 +369,12 @@ def _test_cell(source: str, hidden: bool, points: float | None = None) -> nbform
                                      + '\n""" # END TEST CONFIG\n' + source.rstrip("\n"))
 
 
-def visible_test(stub: str, where: str) -> str:
-    """The visible test of an auto-checked exercise: the check a student runs, as an Otter test."""
+def visible_test(stub: str, where: str, seconds: float = QUESTION_SECONDS) -> str:
+    """The visible test of an auto-checked exercise: the check a student runs, as an Otter test.
+
+    It stops the check after ``seconds`` (a timer signal), so that an answer that never
+    returns costs its own question only.
+    """
     func = _stub_function(stub, where)
     calls = [n for n in ast.walk(ast.parse(stub)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id.startswith("check_")]
@@ -271,7 +385,17 @@ def visible_test(stub: str, where: str) -> str:
             f"    from ssmheads.exercises import {check}\n"
             f"    assert {func.name} is not None, \"{func.name} is not defined when your notebook runs: \" \\\n"
             f"        \"did its cell raise an error, or was the function renamed?\"\n"
-            f"    result = {check}({func.name})\n"
+            f"    import signal\n\n"
+            f"    def late(*_):\n"
+            f"        raise TimeoutError('did not return within the {seconds:g} s this question allows (an endless '\n"
+            f"                           'loop, or a computation far too slow?); grading stopped it')\n\n"
+            f"    before = signal.signal(signal.SIGALRM, late)\n"
+            f"    signal.setitimer(signal.ITIMER_REAL, {seconds!r}, 1.0)\n"
+            f"    try:\n"
+            f"        result = {check}({func.name})\n"
+            f"    finally:\n"
+            f"        signal.setitimer(signal.ITIMER_REAL, 0)\n"
+            f"        signal.signal(signal.SIGALRM, before)\n"
             f"    assert result, str(result)\n")
 
 
@@ -392,6 +516,7 @@ class Question:
     manual: bool
     function: str = ""   # an auto-graded question: the stub's function, which the tests call
     tests: int = 0       # an auto-graded question: its test cases (one visible, the rest hidden)
+    cases: int = 0       # an auto-graded question: its hidden cases, each worth points / cases
 
 
 INTRO = (
@@ -423,7 +548,8 @@ def _with_note(title: str) -> str:
     return "\n".join(lines[:k + 1] + ["", INTRO] + lines[k + 1:])
 
 
-def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | None = None):
+def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | None = None,
+                    seconds: float = QUESTION_SECONDS):
     """The Otter master notebook of chapter ``path`` and its list of :class:`Question`."""
     path = Path(path)
     docname = book.docname_of(path)
@@ -475,18 +601,26 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
             stub = stubs[label]
             code = _gated_code(chapter, label)
             written = asks_in_prose(prompt.source)
+            if label not in hidden or not hidden[label]:
+                raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
             auto = Question(question_name(number), label, number, points // 2 if written else points, False,
-                            function=_stub_function(stub, where).name, tests=1 + len(hidden.get(label, [])))
+                            function=_stub_function(stub, where).name)
+            parts = [source for test in hidden[label] for source in hidden_case_tests(test, 0, seconds)]
+            auto.tests = 1 + len(parts)
+            auto.cases = len(parts)
             answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where), metadata=dict(cell.metadata))
             answer.id = cell.id
             cells += [_raw(f"# BEGIN QUESTION\nname: {auto.name}\npoints: {auto.points}\ncheck_cell: false"),
                       prompt, _raw("# BEGIN SOLUTION"), answer, _raw("# END SOLUTION"), _raw("# BEGIN TESTS"),
                       # The visible test is feedback (students run it themselves); the points
                       # are on the hidden tests, so passing only the visible cases earns none.
-                      _test_cell(visible_test(stub, where), hidden=False, points=0)]
+                      _test_cell(visible_test(stub, where, seconds), hidden=False, points=0)]
             if label not in hidden or not hidden[label]:
                 raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
-            cells += [_test_cell(source, hidden=True) for source in hidden[label]]
+            # The points are split over the hidden cases; rounded so that they add up to the question's.
+            shares = [round(auto.points * (k + 1) / len(parts), 6) - round(auto.points * k / len(parts), 6)
+                      for k in range(len(parts))]
+            cells += [_test_cell(source, hidden=True, points=round(share, 6)) for source, share in zip(parts, shares)]
             cells += [_raw("# END TESTS"), _raw("# END QUESTION")]
             questions.append(auto)
             if written:
@@ -638,9 +772,9 @@ def finish_student_notebook(path: Path, reference) -> None:
 
 
 def make_chapter(path: Path, out: Path, book, hidden_path: Path, hidden: dict, otter: Path,
-                 site_url: str | None) -> tuple[list[Question], float]:
+                 site_url: str | None, seconds: float = QUESTION_SECONDS) -> tuple[list[Question], float]:
     stem = Path(path).stem
-    master, questions = master_notebook(path, book, hidden)
+    master, questions = master_notebook(path, book, hidden, seconds=seconds)
     folder = Path(out) / stem
     (folder / "master").mkdir(parents=True, exist_ok=True)
     master_path = folder / "master" / f"{stem}.ipynb"
@@ -650,13 +784,14 @@ def make_chapter(path: Path, out: Path, book, hidden_path: Path, hidden: dict, o
     finish_student_notebook(student_notebook_path(out, stem), master)
     record = source_record(path, hidden_path, site_url)
     record["questions"] = [q.__dict__ for q in questions]
+    record["question_seconds"] = seconds
     (folder / "source.json").write_text(json.dumps(record, indent=1) + "\n")
     return questions, seconds
 
 
 def make_all(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT, hidden_path: Path = DEFAULT_HIDDEN,
              otter: Path | None = None, site_url: str | None = None, workers: int = 2,
-             verbose: bool = True) -> dict[str, list[Question]]:
+             verbose: bool = True, seconds: float = QUESTION_SECONDS) -> dict[str, list[Question]]:
     """Master, student notebook and autograder for every chapter in ``chapters``."""
     otter = otter_command(otter)
     hidden = load_hidden(hidden_path)
@@ -670,7 +805,7 @@ def make_all(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT, hidden
                          f"{sorted(unknown)}")
     out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {p: pool.submit(make_chapter, p, out, book, hidden_path, hidden, otter, site_url) for p in paths}
+        futures = {p: pool.submit(make_chapter, p, out, book, hidden_path, hidden, otter, site_url, seconds) for p in paths}
         results = {}
         for p, future in futures.items():
             questions, seconds = future.result()
@@ -696,7 +831,12 @@ def main(argv: list[str] | None = None) -> int:
                              "outside the public repository")
     parser.add_argument("--otter", type=Path, help="the otter executable (default: .venv-otter/bin/otter)")
     parser.add_argument("--workers", type=int, default=2, help="chapters assigned at once (default 2)")
+    parser.add_argument("--question-timeout", type=float, default=QUESTION_SECONDS, metavar="SECONDS",
+                        help="what an answer may take, per question, when graded: its cell, its visible check, "
+                             f"its hidden cases (default {QUESTION_SECONDS:g})")
     args = parser.parse_args(argv)
+    if not args.question_timeout > 0:
+        parser.error(f"--question-timeout must be positive, not {args.question_timeout}")
     if args.site_url and not re.match(r"^https?://[^\s/]+", args.site_url):
         parser.error(f"--site-url must be an http(s) address, not {args.site_url!r}")
     if args.workers < 1:
@@ -716,7 +856,7 @@ def main(argv: list[str] | None = None) -> int:
               "installs ssmheads from it (on Gradescope). Set it first: make repository URL=https://github.com/ORG/REPO")
     start = time.perf_counter()
     results = make_all(ROOT / "chapters", args.out.resolve(), args.hidden.resolve(), args.otter,
-                       args.site_url, args.workers)
+                       args.site_url, args.workers, seconds=args.question_timeout)
     total = sum(len(q) for q in results.values())
     print(f"{len(results)} assignments, {total} questions, in {_shown(args.out.resolve())}/ "
           f"[{time.perf_counter() - start:.1f} s]")

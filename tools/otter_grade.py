@@ -60,7 +60,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OTTER_DIR = ROOT / "_build" / "otter"
-COLUMNS = ("student", "question", "score", "max", "message")
+COLUMNS = ("student", "question", "score", "max", "message", "flag")
 MESSAGE_LIMIT = 600
 NOT_GRADED = "NOT GRADED"
 HIDDEN_CUT = "hidden: a hidden case failed"
@@ -75,6 +75,121 @@ SUSPICIOUS = [
 ]
 
 
+# What an answer has no reason to use. tools/otter_grade.py scans each answer cell, and each cell a
+# student added or changed, with Python's tokenizer and parser: names, imports, the text of
+# strings, never comments.
+FLAGGED_NAMES = {   # a name (also as an attribute: sys._getframe, frame.f_back)
+    "inspect": "reads source code or frames (inspect)", "getsource": "reads source code (getsource)",
+    "show_source": "reads the library's source (show_source)",
+    "_getframe": "reads the caller's frames (sys._getframe)", "f_back": "reads the caller's frames (f_back)",
+    "f_locals": "reads a frame's variables (f_locals)", "f_globals": "reads a frame's variables (f_globals)",
+    "tb_frame": "reads frames (tb_frame)", "gi_frame": "reads frames (gi_frame)",
+    "_current_frames": "reads other threads' frames", "settrace": "traces the grader's code (settrace)",
+    "setprofile": "traces the grader's code (setprofile)", "get_objects": "searches the interpreter's objects",
+    "get_referrers": "searches the interpreter's objects", "__globals__": "reads a function's globals",
+    "__closure__": "reads a function's closure", "__defaults__": "reads a function's defaults",
+    "__kwdefaults__": "reads a function's defaults", "__code__": "rewires code objects (__code__)",
+    "__builtins__": "rewires builtins", "__subclasses__": "walks the class tree", "__import__": "imports by a computed name",
+    "otter": "mentions Otter", "Checker": "mentions Otter", "GradingResults": "mentions Otter",
+    "TestCaseResult": "mentions Otter",
+}
+FLAGGED_CALLS = {   # a builtin used by its own name
+    "exec": "runs code from a string (exec)", "eval": "runs code from a string (eval)",
+    "compile": "compiles code (compile)", "globals": "reads the grader's globals (globals())",
+    "locals": "reads a namespace (locals())", "vars": "reads a namespace (vars())",
+    "getattr": "reads an attribute by a name (getattr)", "setattr": "rewires an attribute (setattr)",
+    "delattr": "rewires an attribute (delattr)", "breakpoint": "stops in the debugger",
+}
+FLAGGED_MODULES = {  # imported
+    "inspect": "reads source code or frames", "gc": "searches the interpreter's objects (gc)",
+    "importlib": "imports by a computed name", "ctypes": "writes the interpreter's memory",
+    "builtins": "rewires builtins", "threading": "starts threads", "_thread": "starts threads",
+    "multiprocessing": "starts processes", "subprocess": "starts processes", "signal": "handles signals",
+    "pickle": "unpickles objects", "dill": "unpickles objects", "marshal": "loads code objects",
+    "types": "builds code objects", "dis": "reads code objects", "otter": "mentions Otter",
+}
+FLAGGED_TEXT = re.compile(r"_getframe|f_back|f_locals|f_globals|__globals__|__closure__|__code__|__builtins__|"
+                          r"__subclasses__|__defaults__|settrace|setprofile|_current_frames|getsource|"
+                          r"ssmheads\.exercises\.|\botter\b|autograder|/source/tests|\.\./source")
+LIBRARY = {"sh", "ssmheads", "systems"}
+
+
+def scan_code(source: str) -> list[str]:
+    """What a cell of submitted code does that no honest answer needs (see FLAGGED_NAMES).
+
+    Besides those names: a private name of the library (``sh.heads._rank``, ``from
+    ssmheads.heads import _rank``), an import from ``ssmheads.exercises`` other than its
+    ``check_...`` functions, and the text of a string that names a frame, a code object
+    or the grader (``getattr(sys, "_getframe")``). Comments are not read.
+    """
+    import ast
+    import io
+    import tokenize
+
+    found: list[str] = []
+    try:
+        parsed = ast.parse(source)
+    except SyntaxError:
+        parsed = None
+
+    def tree_free(name: str) -> bool:
+        """Whether ``name`` is read as the builtin (not an attribute, not a name the cell defines)."""
+        if parsed is None:
+            return True
+        defined = {n.id for n in ast.walk(parsed) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)} | \
+            {n.name for n in ast.walk(parsed) if isinstance(n, (ast.FunctionDef, ast.ClassDef))} | \
+            {a.arg for n in ast.walk(parsed) if isinstance(n, ast.arguments) for a in n.args + n.kwonlyargs}
+        return name not in defined and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parsed))
+
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tokens = []
+    for token in tokens:
+        if token.type == tokenize.NAME and token.string in FLAGGED_NAMES:
+            found.append(FLAGGED_NAMES[token.string])
+        elif token.type == tokenize.NAME and token.string in FLAGGED_CALLS and tree_free(token.string):
+            found.append(FLAGGED_CALLS[token.string])
+        elif token.type == tokenize.STRING and FLAGGED_TEXT.search(token.string):
+            found.append(f"names a frame, a code object or the grader in a string ({FLAGGED_TEXT.search(token.string).group(0)})")
+    tree = parsed
+    library = set(LIBRARY)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for module in modules:
+                if module.split(".")[0] in FLAGGED_MODULES:
+                    found.append(f"imports {module}: {FLAGGED_MODULES[module.split('.')[0]]}")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "ssmheads":
+                    library.add((alias.asname or alias.name).split(".")[0])
+                    if alias.name.startswith("ssmheads.exercises"):
+                        found.append(f"imports {alias.name}, the checks and their references")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ssmheads":
+            names = [a.name for a in node.names]
+            library.update(a.asname or a.name for a in node.names)
+            if node.module.startswith("ssmheads.exercises") and (
+                    node.module != "ssmheads.exercises" or not all(n.startswith("check_") for n in names)):
+                found.append(f"imports {', '.join(names)} from {node.module}, the checks and their references")
+            private = [n for n in names if n.startswith("_") or n == "exercises"]
+            if private:
+                found.append(f"imports the library's private {', '.join(private)}")
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.Attribute):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in library:
+                if node.attr.startswith("_") and not node.attr.startswith("__"):
+                    found.append(f"uses the library's private {ast.unparse(node)}")
+                elif node.attr == "exercises":
+                    found.append("reaches into ssmheads.exercises, the checks and their references")
+                if isinstance(getattr(node, "ctx", None), ast.Store):
+                    found.append(f"assigns to the library's {ast.unparse(node)}")
+    return list(dict.fromkeys(found))
+
+
 @dataclass
 class Row:
     student: str
@@ -82,11 +197,12 @@ class Row:
     score: float | str
     max: float | str
     message: str
+    flag: str = ""
 
     def as_list(self) -> list[str]:
         score = self.score if isinstance(self.score, str) else f"{self.score:g}"
         top = self.max if isinstance(self.max, str) else f"{self.max:g}"
-        return [_safe(str(v)) for v in (self.student, self.question, score, top, self.message)]
+        return [_safe(str(v)) for v in (self.student, self.question, score, top, self.message, self.flag)]
 
 
 def _safe(cell: str) -> str:
@@ -174,20 +290,58 @@ def _one_line(text: str) -> str:
 
 
 def question_message(test_file, hide_hidden: bool = False) -> str:
-    """What a question's failed test cases said (visible first), or that all passed."""
+    """What a question's failed test cases said (visible first, then each hidden case), or that all passed.
+
+    A hidden case says which case of how many it is; with ``hide_hidden`` it says only
+    which property failed (:func:`hidden_summary`), never the case's values.
+    """
     results = list(test_file.test_case_results)
     failed = [r for r in results if not r.passed]
+    hidden = [r for r in results if r.test_case.hidden]
     if not failed:
-        hidden = sum(r.test_case.hidden for r in results)
-        return f"all {len(results)} tests passed ({len(results) - hidden} visible, {hidden} hidden)"
-    failed.sort(key=lambda r: r.test_case.hidden)
+        return f"all {len(results)} tests passed ({len(results) - len(hidden)} visible, {len(hidden)} hidden)"
     parts = []
     for r in failed:
-        if r.test_case.hidden and hide_hidden:
-            parts.append(HIDDEN_CUT)
-        else:
-            parts.append(("hidden: " if r.test_case.hidden else "") + _one_line(_error_part(r.message)))
+        if not r.test_case.hidden:
+            parts.append(_one_line(_error_part(r.message)))
+    lost = [r for r in hidden if not r.passed]
+    if lost:
+        parts.append(f"{len(hidden) - len(lost)} of {len(hidden)} hidden cases passed")
+    for r in lost:
+        case = f"hidden case {hidden.index(r) + 1} of {len(hidden)}"
+        text = _error_part(r.message)
+        parts.append(f"{case}: {hidden_summary(text)}" if hide_hidden else f"hidden: {case}: {_one_line(text)}")
     return " | ".join(dict.fromkeys(parts))
+
+
+NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.\d*|\.\d+|\d+(?=e)|\d{2,})(e[-+]?\d+)?(?![\w])")
+
+
+def hidden_summary(message: str) -> str:
+    """Which property a hidden case's failure shows, without the case's values (for students).
+
+    The kind of failure (an exception and its type, nothing returned, a type, a shape, NaN,
+    a time limit, a wrong value) and the test's hints (the clauses after the first ';'),
+    with their numbers replaced by '…'.
+    """
+    head, _, hints = message.partition("; ")
+    head = head.lower()
+    if "did not return within" in message or "did not finish within" in message:
+        kind = "your function did not return within the time allowed"
+    elif re.search(r"\braised (\w+)", message):
+        kind = "your function raised " + re.search(r"\braised (\w+)", message).group(1)
+    elif "returned none" in head or "returns nothing" in head:
+        kind = "your function returned None"
+    elif "expected shape" in head or "should have shape" in head or "got shape" in head:
+        kind = "the result has the wrong shape"
+    elif "nan or infinity" in head or "finite" in head:
+        kind = "the result has NaN or infinity"
+    elif re.search(r"expected (a|an) ", head):
+        kind = "the result has the wrong type"
+    else:
+        kind = "a wrong value"
+    hints = [NUMBER.sub("…", h).strip() for h in hints.split("; ") if h.strip()] if hints else []
+    return _one_line("; ".join([kind, *hints]))
 
 
 def suspicious(nb: dict) -> list[str]:
@@ -224,11 +378,67 @@ def _answer_cell(cells: list, label: str, key: str, cell_id: str) -> dict | None
     return next((c for c in cells if (c.get("metadata") or {}).get(key) == label), None)
 
 
-def _prepared(notebook: Path, chapter: str, questions: list[dict]) -> tuple[dict, dict[str, str]]:
-    """The notebook to grade (chapter named in its metadata, answer cells not skipped) and notes per question."""
+ERROR_HOOK = """\
+def _grading_hook(path={path!r}):
+    import json
+
+    def after(result):
+        error = result.error_in_exec or result.error_before_exec
+        if error is not None:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps({{"cell": getattr(result.info, "raw_cell", "") or "",
+                                    "error": f"{{type(error).__name__}}: {{error}}"}}) + "\\n")
+
+    get_ipython().events.register("post_run_cell", after)
+
+
+_grading_hook()
+del _grading_hook
+"""
+TIMER_ON = """\
+import signal as _grading_signal
+
+
+def _grading_late(*_):
+    raise TimeoutError("the answer cell of Exercise {number} did not finish within {seconds:g} s; grading stopped it")
+
+
+_grading_signal.signal(_grading_signal.SIGALRM, _grading_late)
+_grading_signal.setitimer(_grading_signal.ITIMER_REAL, {seconds!r}, 1.0)
+"""
+TIMER_OFF = "_grading_signal.setitimer(_grading_signal.ITIMER_REAL, 0)\n"
+
+
+def _code_cell(source: str, cell_id: str) -> dict:
+    return {"cell_type": "code", "id": cell_id, "metadata": {}, "execution_count": None, "outputs": [],
+            "source": source}
+
+
+def _handed_out(otter_dir: Path, chapter: str) -> set[str]:
+    """The code cells of the notebook handed out (their sources), to tell what a student added or changed."""
+    path = Path(otter_dir) / chapter / "student" / f"{chapter}.ipynb"
+    if not path.exists():
+        return set()
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return {_text(c).strip() for c in cells if c.get("cell_type") == "code"}
+
+
+def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Path = DEFAULT_OTTER_DIR,
+              seconds: float = 20.0, errors: Path | None = None) -> tuple[dict, dict[str, str], dict[str, list[str]]]:
+    """The notebook to grade, notes per question, and flags per question.
+
+    The notebook to grade: the chapter named in its metadata; answer cells not skipped;
+    cells read by hand skipped (also when a student removed their tag); each answer cell
+    between two cells that stop it after ``seconds`` (a timer signal); and, first, a cell
+    that records each cell's error in ``errors``. Flags (:func:`scan_code`): an answer
+    cell's own, and those of every cell a student added or changed outside the answers
+    (for every question).
+    """
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     nb.setdefault("metadata", {}).setdefault("otter", {})["assignment_name"] = chapter
     notes: dict[str, str] = {}
+    flags: dict[str, list[str]] = {q["name"]: [] for q in questions if not q["manual"]}
+    stubs: dict[int, dict] = {}
     for q in questions:
         if q["manual"]:
             continue
@@ -236,16 +446,67 @@ def _prepared(notebook: Path, chapter: str, questions: list[dict]) -> tuple[dict
         if cell is None:
             notes[q["name"]] = f"the answer cell of Exercise {q['number']} was deleted or replaced"
             continue
+        stubs[id(cell)] = q
         tags = (cell.get("metadata") or {}).get("tags") or []
         if "otter_ignore" in tags:     # a skipped answer cannot be graded: run it anyway
             cell["metadata"]["tags"] = [t for t in tags if t != "otter_ignore"]
+        flags[q["name"]] += [f"its answer cell {why}" for why in scan_code(_text(cell))]
+    handed_out = _handed_out(otter_dir, chapter)
+    everywhere: list[str] = []
+    for k, cell in enumerate(nb["cells"]):
+        if cell.get("cell_type") != "code" or id(cell) in stubs:
+            continue
+        metadata = cell.setdefault("metadata", {})
+        if str(cell.get("id", "")).startswith("work-") or metadata.get("exercise_work"):
+            tags = metadata.get("tags") or []     # read by hand, never run by grading
+            metadata["tags"] = tags if "otter_ignore" in tags else [*tags, "otter_ignore"]
+            continue
+        if handed_out and _text(cell).strip() not in handed_out:
+            everywhere += [f"cell {k} {why}" for why in scan_code(_text(cell))]
     warning = suspicious(nb)
     if warning:
         for q in questions:
             if not q["manual"]:
                 notes[q["name"]] = "CHECK THE CODE: " + "; ".join(warning) + \
                     (f"; {notes[q['name']]}" if q["name"] in notes else "")
-    return nb, notes
+    for name in flags:
+        flags[name] = list(dict.fromkeys(flags[name] + everywhere))
+    cells = []
+    if errors is not None:
+        cells.append(_code_cell(ERROR_HOOK.format(path=str(errors)), "grading-errors"))
+    for cell in nb["cells"]:
+        q = stubs.get(id(cell))
+        if q is None:
+            cells.append(cell)
+            continue
+        cells += [_code_cell(TIMER_ON.format(number=q["number"], seconds=float(seconds)), f"grading-on-{q['label']}"[:64]),
+                  cell, _code_cell(TIMER_OFF, f"grading-off-{q['label']}"[:64])]
+    nb["cells"] = cells
+    return nb, notes, flags
+
+
+def first_error(errors: Path, nb: dict) -> str:
+    """The first error a cell before the answers raised (a set-up or import cell), as 'cell K raised ...'."""
+    try:
+        lines = Path(errors).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    sources = [(k, _text(c).strip()) for k, c in enumerate(nb["cells"]) if c.get("cell_type") == "code"]
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        raw = record.get("cell", "").strip()
+        where = next((k for k, source in sources if source and source == raw), None)
+        if where is None:
+            continue     # a cell grading added (its tests), not the student's notebook
+        cell = nb["cells"][where]
+        if str(cell.get("id", "")).startswith(("stub-", "grading-")) or \
+                (cell.get("metadata") or {}).get("exercise_stub"):
+            continue     # an answer's own error is its question's message
+        return f"cell {where} raised {_one_line(record.get('error', ''))}"
+    return ""
 
 
 def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | None, otter_dir: Path,
@@ -275,8 +536,10 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
         return [Row(student, q["name"], "" if q["manual"] else score, q["points"],
                     "graded by hand" if q["manual"] else reason) for q in questions]
 
-    nb, notes = _prepared(notebook, name, questions)
+    seconds = float(record.get("question_seconds", 20.0))
     with tempfile.TemporaryDirectory(prefix="otter-grade-") as tmp:
+        errors = Path(tmp) / "cell-errors.jsonl"
+        nb, notes, flags = _prepared(notebook, name, questions, otter_dir, seconds, errors)
         copy = Path(tmp) / "submission" / f"{name}.ipynb"
         copy.parent.mkdir()
         copy.write_text(json.dumps(nb), encoding="utf-8")
@@ -301,6 +564,7 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
 
         with open(pickled, "rb") as f:
             results = dill.load(f)
+        cause = first_error(errors, json.loads(Path(notebook).read_text(encoding="utf-8")))
     rows = []
     for q in questions:
         if q["manual"]:
@@ -315,9 +579,18 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
             continue
         score = min(max(float(test_file.score), 0.0), float(q["points"]))
         message = question_message(test_file, hide_hidden)
+        if "did not return within" in message or "did not finish within" in message:
+            message = f"TIMED OUT: {message}"
+        if cause and score < float(q["points"]):
+            message = f"the notebook failed before this answer: {cause} | {message}"
         if q["name"] in notes:
             message = f"{notes[q['name']]} | {message}"
-        rows.append(Row(student, q["name"], round(score, 6), q["points"], message))
+        flag = "; ".join(flags.get(q["name"], []))
+        if flag or q["name"] in notes and notes[q["name"]].startswith("CHECK THE CODE"):
+            flag = flag or notes[q["name"]].removeprefix("CHECK THE CODE: ")
+            message = f"FLAGGED, scored 0: read its code ({_one_line(flag)}) | {message}"
+            score = 0.0
+        rows.append(Row(student, q["name"], round(score, 6), q["points"], message, _one_line(flag)))
     return rows, time.perf_counter() - start, "graded"
 
 
