@@ -18,6 +18,10 @@ package, so the chapter finds it in Colab too). The chapter re-runs a few of the
 and asserts that they reproduce the file's loss curves, so a change of the bench's code
 that changes the results makes the chapter fail until this script is run again.
 
+``--controls`` trains only the controlled runs (:func:`control_configurations`: S4D with
+every step size 1/32 on the delay at L = CONTROL_DELAYS, three seeds) and adds them to the
+existing file, leaving its other runs as they are.
+
 Prints one line per run and, at the end, the wall-clock and CPU time of the sweep (also
 stored in the file's ``meta``).
 """
@@ -46,6 +50,14 @@ def configurations():
     return [(a, task, L, s) for a in bench.ARCHITECTURES for task, L in grid for s in SEEDS]
 
 
+CONTROL_DELAYS = (4, 48)
+
+
+def control_configurations():
+    """The controlled runs: S4D with every step size 1/32 (``"s4d-dt32"``), delay, L in CONTROL_DELAYS."""
+    return [("s4d-dt32", "delay", L, s) for L in CONTROL_DELAYS for s in SEEDS]
+
+
 def run_one(config):
     from ssmheads import bench
 
@@ -61,9 +73,11 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2, the cores here)")
     parser.add_argument("--out", type=Path, default=ROOT / "lib" / "ssmheads" / "data" / "tradeoff.json")
     parser.add_argument("--only", default=None, help="comma-separated architectures (for a partial rerun)")
+    parser.add_argument("--controls", action="store_true",
+                        help="train only the controlled runs and add them to the existing file")
     args = parser.parse_args()
 
-    configs = configurations()
+    configs = control_configurations() if args.controls else configurations()
     if args.only:
         keep = set(args.only.split(","))
         configs = [c for c in configs if c[0] in keep]
@@ -80,6 +94,17 @@ def main() -> int:
     import jax
     from ssmheads import bench
 
+    if args.controls:
+        data = bench.load_results(args.out)
+        keys = {(r["architecture"], r["task"], r["distance"], r["seed"]) for r in records}
+        records = [dict(r, losses=list(map(float, r["losses"]))) for r in data["runs"]
+                   if (r["architecture"], r["task"], r["distance"], r["seed"]) not in keys] + records
+        meta = dict(data["meta"], controls={"runs": len(keys), "wall_seconds": round(wall),
+                                             "cpu_seconds": round(cpu), "jobs": args.jobs})
+        bench.save_results(records, args.out, meta)
+        print(f"bench_tradeoff: {len(keys)} controlled runs added to {args.out.relative_to(ROOT)} "
+              f"in {wall:.0f} s (CPU {cpu:.0f} s)")
+        return 0
     if args.only and args.out.exists():
         old = bench.load_results(args.out)["runs"]
         keep = {(r["architecture"], r["task"], r["distance"], r["seed"]) for r in records}

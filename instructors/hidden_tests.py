@@ -1543,7 +1543,7 @@ def hidden_delay_floor(delay_floor):
     import numpy as np
 
     from ssmheads.exercises._common import reference_routines_off
-    from ssmheads.exercises.ch6 import FLOOR_ROUTINES
+    from ssmheads.exercises.ch6 import FLOOR_ROUTINES, _how_far
 
     assert delay_floor is not None, ("delay_floor is not defined: run the cell that defines it "
                                      "(keep its name delay_floor) before you submit")
@@ -1575,7 +1575,9 @@ def hidden_delay_floor(delay_floor):
         hint = ""
         if abs(got - max(4 - H, 0) / 4) <= 1e-9 and abs(right - max(4 - H, 0) / 4) > 1e-9:
             hint = "; that is (4 - H)/4: lag l is seen by n - l positions, so the taps weigh differently"
-        assert abs(got - right) <= 1e-9, f"{what}: the floor should be {right:.10g}; got {got:.10g}{hint}"
+        elif abs(got - (1 - right)) <= 1e-9:
+            hint = "; you returned the share the heads keep; the floor is the share they miss"
+        assert abs(got - right) <= 1e-9, f"{what}: the floor is {_how_far(got, right)}{hint}"
 
 
 def hidden_jacobian_norm(jacobian_norm):
@@ -1591,6 +1593,7 @@ def hidden_jacobian_norm(jacobian_norm):
 
     import ssmheads as sh
     from ssmheads import architectures as arch
+    from ssmheads.exercises.ch6 import _how_far
 
     assert jacobian_norm is not None, ("jacobian_norm is not defined: run the cell that defines it "
                                        "(keep its name jacobian_norm) before you submit")
@@ -1622,7 +1625,7 @@ def hidden_jacobian_norm(jacobian_norm):
         what = f"jacobian_norm on {label}"
         error = None
         try:
-            out = jacobian_norm(forward, X.copy(), i, j)
+            out = jacobian_norm(lambda Z, f=forward: f(Z), X.copy(), i, j)  # not the bound method: no layer
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         assert error is None, f"{what} raised {error}"
@@ -1636,7 +1639,7 @@ def hidden_jacobian_norm(jacobian_norm):
         assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
         hint = "; the layers are causal: y_i does not depend on x_j for j > i" if right == 0.0 else ""
         assert abs(got - right) <= 1e-5 * max(abs(right), 1e-3), (
-            f"{what}: ||dy_i/dx_j|| should be {right:.8g}; got {got:.8g}{hint}")
+            f"{what}: ||dy_i/dx_j|| {_how_far(got, right)}{hint}")
 
 
 HIDDEN_TESTS = {

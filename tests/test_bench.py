@@ -257,3 +257,19 @@ def test_results_file_reproduces_a_prefix():
     run = next(r for r in data["runs"] if (r["architecture"], r["task"]) == ("s5", "delay"))
     again = bench.loss_curve("s5", "delay", run["distance"], seed=run["seed"], steps=20)
     assert np.allclose(again, run["losses"][:21], rtol=1e-5, atol=0)  # the file keeps 6 digits
+
+
+def test_controlled_s4d_runs():
+    """The controlled S4D runs (every step size 1/32) are in the file; the control differs from S4D only in Delta."""
+    data = bench.load_results()
+    keys = {(r["architecture"], r["task"], r["distance"], r["seed"]) for r in data["runs"]}
+    for L in (4, 48):
+        for s in data["meta"]["seeds"]:
+            assert ("s4d-dt32", "delay", L, s) in keys
+    assert "s4d-dt32" in bench.CONTROLS and "s4d-dt32" not in bench.ARCHITECTURES
+    P = bench._init(models.CONTROLS["s4d-dt32"], "delay", 1)
+    Q = bench._init(models.REGISTRY["s4d"], "delay", 1)
+    assert np.allclose(np.exp(P["log_dt"]), 1 / 32) and not np.allclose(np.exp(Q["log_dt"]), 1 / 32)
+    assert all(np.array_equal(P[k], Q[k]) for k in P if k != "log_dt")
+    with pytest.raises(ValueError, match="architecture"):
+        bench.train("s4d-dt16", "delay", 4)

@@ -59,7 +59,7 @@ def test_equal_weights_fail_with_a_hint():
 
 def test_the_complement_fails():
     result = check_delay_floor(lambda n, L, H: 1 - delay_floor(n, L, H))
-    assert result.status == FAILED and "should be" in result.message
+    assert result.status == FAILED and "too low" in result.message
 
 
 def test_the_library_is_switched_off_for_the_floor():
@@ -79,7 +79,7 @@ def test_frobenius_and_non_causal_answers_fail():
         return float(np.linalg.norm(np.stack(cols, axis=1)))
 
     result = check_jacobian_norm(frobenius)
-    assert result.status == FAILED and "should be" in result.message
+    assert result.status == FAILED and "Frobenius" in result.message
     result = check_jacobian_norm(lambda forward, X, i, j: 1.0)
     assert result.status == FAILED
 
@@ -98,3 +98,42 @@ def test_a_wrong_type_is_reported():
     assert result.status == FAILED
     result = check_jacobian_norm(lambda forward, X, i, j: np.ones(3))
     assert result.status == FAILED and "shape" in result.message
+
+
+def test_the_reference_is_switched_off_and_no_value_is_printed():
+    from ssmheads.exercises.ch6 import _delay_floor_reference
+
+    result = check_delay_floor(_delay_floor_reference)
+    assert result.status == FAILED and "RuntimeError" in result.message
+    result = check_delay_floor(lambda n, L, H: 0.5 * delay_floor(n, L, H) + 0.01)
+    assert result.status == FAILED and "relative" in result.message and "should be" not in result.message
+
+
+def test_targeted_hints_for_the_floor():
+    def weights(shift):
+        def floor(n, L, H):
+            e = 2.0 * (n - L - np.arange(4) + shift)
+            return float(e[H:].sum() / e.sum())
+        return floor
+
+    assert "n - l of them" in check_delay_floor(weights(1)).message
+    assert "n - l of them" in check_delay_floor(weights(-1)).message
+    root = lambda n, L, H: float(np.sqrt(n - L - np.arange(4))[H:].sum() / np.sqrt(n - L - np.arange(4)).sum())
+    assert "squared singular values" in check_delay_floor(root).message
+    assert "share the heads keep" in check_delay_floor(lambda n, L, H: 1 - delay_floor(n, L, H)).message
+
+
+def test_the_layer_is_not_reachable_and_hints_for_the_jacobian():
+    def via_self(forward, X, i, j):
+        return float(np.linalg.norm(forward.__self__.jacobian(X)[i, j], 2))
+
+    assert check_jacobian_norm(via_self).status == FAILED
+
+    def swapped(forward, X, i, j):
+        return jacobian_norm(forward, X, j, i)
+
+    def half(forward, X, i, j):
+        return 2 * jacobian_norm(forward, X, i, j)
+
+    assert "swapped" in check_jacobian_norm(swapped).message
+    assert "2 eps" in check_jacobian_norm(half).message

@@ -281,6 +281,18 @@ def _s4d_init(rng, shape):
     }
 
 
+#: The step size of the controlled S4D run (``"s4d-dt32"``): with S4D-Lin's ``Im Lambda = pi m`` the modes
+#: ``exp(i pi m l / 32)`` are the discrete Fourier basis on 64 lags (Chapter 6).
+S4D_CONTROL_DT = 1.0 / 32
+
+
+def _s4d_control_init(rng, shape):
+    """S4D as :func:`_s4d_init` (the same draws), with every step size set to :data:`S4D_CONTROL_DT`."""
+    P = _s4d_init(rng, shape)
+    P["log_dt"] = np.full_like(P["log_dt"], math.log(S4D_CONTROL_DT))
+    return P
+
+
 def _s4d_kernel(P, n):
     jnp = _jnp()
     z, _, gain = _zoh(P["log_neg_re"], P["im"], P["log_dt"][:, None])
@@ -532,4 +544,11 @@ REGISTRY = {a.name: a for a in (
     Architecture("hybrid", "hybrid", None, False, _hybrid_init, _hybrid_forward, _hybrid_layer,
                  f"an S5 layer ({_HYBRID_MODES} modes, width {_HYBRID_WIDTH}), then {_HYBRID_HEADS} softmax "
                  "heads as in attention-H"),
+)}
+
+#: Controlled variants, trained by ``benchmarks/bench_tradeoff.py --controls`` only (not in the sweep's grid):
+#: S4D with the same draws but every step size ``Delta = 1/32`` instead of log-uniform on ``[1e-3, 1e-1]``.
+CONTROLS = {a.name: a for a in (
+    Architecture("s4d-dt32", "LTI diagonal SSM", None, True, _s4d_control_init, _s4d_forward, _s4d_layer,
+                 "S4D as 's4d', with every step size Delta = 1/32 at initialisation"),
 )}

@@ -41,6 +41,7 @@ from .models import lag_operators
 
 __all__ = [
     "ARCHITECTURES",
+    "CONTROLS",
     "TASKS",
     "BenchResult",
     "train",
@@ -82,6 +83,9 @@ from . import _bench_models as _models  # noqa: E402  (after _jax, which it impo
 
 #: The architectures, in the order of the book's tables.
 ARCHITECTURES = list(_models.REGISTRY)
+
+#: Controlled variants (``benchmarks/bench_tradeoff.py --controls``), accepted by :func:`train`: ``"s4d-dt32"``.
+CONTROLS = list(_models.CONTROLS)
 
 #: The tasks.
 TASKS = ["emulation", "delay", "selective-copy"]
@@ -280,8 +284,11 @@ def steps_to(losses, threshold: float):
 
 
 def _check_architecture(architecture):
+    if isinstance(architecture, str) and architecture in _models.CONTROLS:
+        return _models.CONTROLS[architecture]
     if not isinstance(architecture, str) or architecture not in _models.REGISTRY:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES}; got {architecture!r}")
+        raise ValueError(f"architecture must be one of {ARCHITECTURES} (or a control, "
+                         f"{list(_models.CONTROLS)}); got {architecture!r}")
     return _models.REGISTRY[architecture]
 
 

@@ -10,7 +10,15 @@ from ._common import CheckResult, _Fail, _numeric, _on_its_own, _run
 
 #: The library routines that compute a floor; switched off while a student's ``delay_floor`` runs.
 FLOOR_ROUTINES = (("heads", "head_count_curve"), ("heads", "_head_count_curve"), ("heads", "optimal_heads"),
-                  ("heads", "_optimal_heads"), ("bench", "task_floor"))
+                  ("heads", "_optimal_heads"), ("bench", "task_floor"), ("exercises.ch6", "_delay_floor_reference"))
+
+
+def _how_far(got: float, value: float) -> str:
+    """``"too high by about 3e-04 relative"``: direction and order of magnitude, not the expected value."""
+    if value == 0.0:
+        return f"should be 0; got {got:.3g}"
+    rel = got / value - 1.0
+    return f"{'too high' if rel > 0 else 'too low'} by about {abs(rel):.0e} relative (got {got:.6g})"
 
 
 def _delay_floor_reference(n: int, L: int, H: int) -> float:
@@ -45,26 +53,47 @@ def check_delay_floor(delay_floor: Callable) -> CheckResult:
         assert abs(value - _delay_floor_reference(n, L, H)) < 1e-12
         return value
 
+    def tail(energies, H, keep_largest=True):
+        e = np.sort(energies)[::-1] if keep_largest else np.sort(energies)
+        return float(np.sum(e[H:]) / np.sum(e))
+
     def test(value, n, L, H):
-        equal = float(max(4 - H, 0)) / 4.0
+        s = np.arange(4)
+        mistakes = (  # (a wrong answer, its hint)
+            (max(4 - H, 0) / 4.0, "that is (4 - H)/4, the floor with every tap weighted alike: lag l is seen by "
+                                  "n - l positions, so the taps' weights differ and the heads keep the heaviest"),
+            (tail(2.0 * (n - L - s + 1), H), "lag l is seen by the positions i = l + 1, ..., n: n - l of them, "
+                                             "not n - l + 1"),
+            (tail(2.0 * (n - L - s - 1), H), "lag l is seen by the positions i = l + 1, ..., n: n - l of them, "
+                                             "not n - l - 1"),
+            (tail(np.sqrt(n - L - s), H), "Eckart-Young sums the squared singular values: sigma_s^2 = "
+                                          "2 (n - L - s), not its square root"),
+            (1.0 - value, "you returned the share the heads keep; the floor is the share they miss"),
+            (tail(n - L - s, H, keep_largest=False), "H heads keep the H largest singular values (the heaviest "
+                                                     "taps, the nearest lags); the floor is the rest"),
+        )
 
         def check(out, label):
             got = float(_numeric(out, (), label))
             if abs(got - value) <= 1e-9:
                 return
-            hint = ""
-            if abs(got - equal) <= 1e-9 and abs(equal - value) > 1e-9:
-                hint = ("; that is (4 - H)/4, the floor with every tap weighted alike: lag l is seen by "
-                        "n - l positions, so the taps' weights differ and the heads keep the heaviest")
-            raise _Fail(f"{label}: should be {value:.9g}; got {got:.9g}{hint}")
+            hint = next((h for wrong, h in mistakes if abs(got - wrong) <= 1e-9 and abs(wrong - value) > 1e-9),
+                        None)
+            if hint is None and abs(got) > 1.0 + 1e-9:
+                hint = "a floor is a share of the zero output's loss, between 0 and 1: divide by the total"
+            raise _Fail(f"{label}: {_how_far(got, value)}" + (f"; {hint}" if hint else ""))
         return check
 
     cases = []
     for n, L, H in ((64, 8, 1), (64, 48, 2), (20, 3, 3), (64, 60, 0), (16, 5, 4), (64, 30, 6)):
         value = expected(n, L, H)
         cases.append((f"delay_floor({n}, {L}, {H})", (n, L, H), test(value, n, L, H)))
+    rng = np.random.default_rng()  # one case new at every call (no value to copy from a message)
+    n = int(rng.integers(12, 129))
+    n, L, H = n, int(rng.integers(1, n - 3)), int(rng.integers(1, 4))
+    cases.append((f"delay_floor({n}, {L}, {H})", (n, L, H), test(expected(n, L, H), n, L, H)))
     return _run("Chapter 6: the floor of the delay task", _on_its_own(delay_floor, FLOOR_ROUTINES), cases,
-                "right on 6 cases, including H = 0, H = k = 4 (floor 0) and H above k")
+                "right on 7 cases, including H = 0, H = k = 4 (floor 0), H above k and one drawn anew")
 
 
 def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
@@ -84,35 +113,49 @@ def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
     from ..systems import random_attention, rotation
 
     rng = np.random.default_rng(61)
-    cases = []
+    fresh = np.random.default_rng()  # the inputs of the nonlinear layers are new at every call
+    cases = []  # (label, args, the block dy_i/dx_j, the block dy_j/dx_i)
     s = rotation(0.7, 0.8)
     ssm = LinearSSM(s.A, s.B, s.C)
     X = rng.standard_normal((12, 2))
     K = lag_operators(s.A, s.B, s.C, 12)
-    cases.append(("the rotation SSM 0.8 R(0.7), i = 11, j = 4", (ssm.forward, X, 11, 4), float(np.linalg.norm(K[7], 2))))
-    cases.append(("the rotation SSM, i = 3, j = 7 (j > i)", (ssm.forward, X, 3, 7), 0.0))
+    cases.append(("the rotation SSM 0.8 R(0.7), i = 11, j = 4", (lambda Z: ssm.forward(Z), X, 11, 4), K[7], K[0] * 0))
+    cases.append(("the rotation SSM, i = 3, j = 7 (j > i)", (lambda Z: ssm.forward(Z), X, 3, 7), K[0] * 0, K[4]))
     mha = random_attention(2, 3, seed=4)
-    X = rng.standard_normal((10, 3))
-    cases.append(("two softmax heads, i = 9, j = 2", (mha.forward, X, 9, 2), float(np.linalg.norm(jacobian(mha, X)[9, 2], 2))))
-    cases.append(("two softmax heads, i = 5, j = 5 (the query path too)", (mha.forward, X, 5, 5),
-                  float(np.linalg.norm(jacobian(mha, X)[5, 5], 2))))
+    X = fresh.standard_normal((10, 3))
+    J = jacobian(mha, X)
+    cases.append(("two softmax heads, i = 9, j = 2", (lambda Z: mha.forward(Z), X, 9, 2), J[9, 2], J[2, 9]))
+    cases.append(("two softmax heads, i = 5, j = 5 (the query path too)", (lambda Z: mha.forward(Z), X, 5, 5),
+                  J[5, 5], J[5, 5]))
     g = rng.standard_normal
     mamba = arch.Mamba(g((3, 2)), 0.5 * g((3, 3)), g((4, 3)), g((4, 3)), g((3, 4)) * 0.3, g(3))
-    X = rng.standard_normal((8, 2))
-    cases.append(("a Mamba layer, i = 7, j = 1", (mamba.forward, X, 7, 1),
-                  float(np.linalg.norm(mamba.jacobian(X)[7, 1], 2))))
+    X = fresh.standard_normal((8, 2))
+    J = mamba.jacobian(X)
+    cases.append(("a Mamba layer, i = 7, j = 1", (lambda Z: mamba.forward(Z), X, 7, 1), J[7, 1], J[1, 7]))
 
-    def test(value):
+    def test(block, swapped):
+        value = float(np.linalg.norm(block, 2))
+
         def check(out, label):
             got = float(_numeric(out, (), label))
             if abs(got - value) <= 1e-5 * max(abs(value), 1e-3):
                 return
-            hint = ""
-            if value == 0.0:
-                hint = "; the layers are causal: y_i does not depend on x_j for j > i"
-            raise _Fail(f"{label}: ||dy_i/dx_j|| should be {value:.6g}; got {got:.6g}{hint}")
+            near = lambda x, rtol=1e-4: abs(got - x) <= rtol * max(abs(x), 1e-3)
+            if near(float(np.linalg.norm(swapped, 2))):
+                hint = "that is ||dy_j/dx_i||: i and j are swapped"
+            elif value == 0.0:
+                hint = "the layers are causal: y_i does not depend on x_j for j > i"
+            elif near(float(np.linalg.norm(block))) and not near(value):
+                hint = "that is the Frobenius norm of the block; use the spectral norm, np.linalg.norm(J, 2)"
+            elif near(2 * value) or near(value / 2):
+                hint = "off by a factor 2: a central difference divides by 2 eps"
+            elif abs(got / value - 1) < 1e-2:
+                hint = "close but not within 1e-5: try a smaller eps, or central differences"
+            else:
+                hint = "perturb one coordinate of token j at a time and read row i of the output"
+            raise _Fail(f"{label}: ||dy_i/dx_j|| {_how_far(got, value)}; {hint}")
         return check
 
     return _run("Chapter 6: the bench's Jacobian by finite differences", jacobian_norm,
-                [(label, args, test(value)) for label, args, value in cases],
+                [(label, args, test(block, swapped)) for label, args, block, swapped in cases],
                 "right to 1e-5 on an LTI SSM, softmax heads and Mamba; zero for j > i")
