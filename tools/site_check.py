@@ -645,6 +645,19 @@ def binder_links(links: list[str]) -> list[str]:
     return problems
 
 
+def to_dark(page) -> str:
+    """Ask for dark mode as the system would (prefers-color-scheme); the theme, in its
+    "auto" mode, follows on the media query's change event. Returns the page's theme
+    once it is dark, or what it stays at after two seconds ('' for an unthemed page)."""
+    page.emulate_media(color_scheme="dark")
+    try:
+        page.wait_for_function("() => !document.documentElement.dataset.theme"
+                               " || document.documentElement.dataset.theme === 'dark'", timeout=2000)
+    except PlaywrightTimeout:
+        pass
+    return page.evaluate("() => document.documentElement.dataset.theme || ''")
+
+
 def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str]]:
     """axe-core's colour-contrast rule on an open page (desktop size, every folded block
     open), in light mode and then in dark mode (Chromium's prefers-color-scheme, which the
@@ -669,8 +682,7 @@ def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str
     page.add_script_tag(path=str(AXE))
     for scheme in ("light", "dark"):
         if scheme == "dark":
-            page.emulate_media(color_scheme="dark")
-            themed = page.evaluate("() => document.documentElement.dataset.theme || ''")
+            themed = to_dark(page)
             if themed and themed != "dark":
                 problems.append(f"dark mode: the page stays {themed} when the system asks for dark")
             page.evaluate("() => window.scrollTo(0, 0)")
@@ -895,7 +907,7 @@ def check_phone(browser, url: str, out: Path, stem: str):
     problems += distorted
     tapped, nav["figures"] = open_figures(page, url, "phone", touch=True)
     problems += tapped
-    page.emulate_media(color_scheme="dark")  # the first screen in dark mode
+    to_dark(page)  # the first screen in dark mode
     page.evaluate("() => window.scrollTo(0, 0)")
     page.wait_for_timeout(200)
     page.screenshot(path=str(out / f"{stem}.phone-dark.png"))

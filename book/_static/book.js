@@ -229,11 +229,21 @@
     return block.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
   };
 
-  const markMore = (box) => {
+  // Whether a box has more to show, on which sides: measured for many boxes first and
+  // then marked, so that the page is laid out once, not once per box (a chapter has
+  // about a hundred code blocks and a thousand formulas; one layout per box made
+  // opening a solution take seconds on a phone).
+  const measureMore = (box) => {
     const visible = box.clientWidth;
     const wide = box.scrollWidth; // book.css keeps MathJax's hidden assistive copy out of it
-    if (wide <= visible + 1) {
-      box.removeAttribute("data-more");
+    if (wide <= visible + 1) return null;
+    const left = box.scrollLeft > 1;
+    const right = box.scrollLeft + visible < wide - 1;
+    return left && right ? "both" : left ? "left" : "right";
+  };
+  const applyMore = (box, more) => {
+    if (!more) {
+      if (box.hasAttribute("data-more")) box.removeAttribute("data-more");
       if (box.dataset.bookTabindex !== undefined) {
         // it fits again: back to its own tab order (a formula is not a tab stop)
         if (box.dataset.bookTabindex) box.setAttribute("tabindex", box.dataset.bookTabindex);
@@ -248,11 +258,14 @@
       box.dataset.bookTabindex = box.getAttribute("tabindex") || "";
       box.setAttribute("tabindex", "0");
     }
-    const left = box.scrollLeft > 1;
-    const right = box.scrollLeft + visible < wide - 1;
-    box.setAttribute("data-more", left && right ? "both" : left ? "left" : "right");
+    if (box.getAttribute("data-more") !== more) box.setAttribute("data-more", more);
   };
-
+  const markMore = (box) => applyMore(box, measureMore(box));
+  const markAllMore = (boxes) => {
+    boxes.forEach(watchScroll);
+    const states = boxes.map(measureMore);
+    boxes.forEach((box, i) => applyMore(box, states[i]));
+  };
   const scrollBoxes = new Set();
   const watchScroll = (box) => {
     if (scrollBoxes.has(box)) return;
@@ -319,10 +332,7 @@
         span.parentElement.classList.add("math-nobreak-off");
       }
     });
-    document.querySelectorAll("div.math mjx-container, span.math-wide").forEach((box) => {
-      watchScroll(box);
-      markMore(box);
-    });
+    markAllMore(Array.from(document.querySelectorAll("div.math mjx-container, span.math-wide")));
   };
 
   // Print has no scrolling: a formula wider than the printed column would be cut.
@@ -372,27 +382,39 @@
   // each cell under its column's name, read by screen readers as the table it is
   // (ARIA table roles, since display: block drops them).
   const SCROLLERS = "article.bd-article pre, article.bd-article .pst-scrollable-table-container";
-  const markScrollers = () =>
-    document.querySelectorAll(SCROLLERS).forEach((box) => {
-      watchScroll(box);
-      markMore(box);
-    });
+  const markScrollers = () => markAllMore(Array.from(document.querySelectorAll(SCROLLERS)));
 
   const REFLOW_MAX_COLUMNS = 4;
   const NARROW = window.matchMedia ? window.matchMedia("(max-width: 575.98px)") : { matches: false };
+  // Each body cell gets a copy of its column's heading (book-cell-label), shown only
+  // when the table is read as a list: a heading may hold a formula, which the copy
+  // keeps (MathJax typesets it), where a CSS label from the text would show raw TeX.
   const labelTable = (table) => {
     const head = table.tHead && table.tHead.rows[0];
     if (!head) return false;
-    const names = Array.from(head.cells).map((c) => c.textContent.replace(/\s+/g, " ").trim());
+    const names = Array.from(head.cells);
     if (names.length < 2 || names.length > REFLOW_MAX_COLUMNS) return false;
     Array.from(table.tBodies).forEach((body) =>
       Array.from(body.rows).forEach((row) =>
         Array.from(row.cells).forEach((cell, i) => {
-          if (names[i]) cell.dataset.label = names[i];
+          if (!names[i] || !names[i].textContent.trim() || cell.querySelector(":scope > .book-cell-label")) return;
+          const label = document.createElement("span");
+          label.className = "book-cell-label";
+          names[i].childNodes.forEach((node) => label.appendChild(node.cloneNode(true)));
+          label.querySelectorAll("[id]").forEach((node) => node.removeAttribute("id"));
+          cell.prepend(label);
         })
       )
     );
     return true;
+  };
+  // Labels copied before MathJax typeset their heading hold the formula's TeX: typeset them.
+  const typesetLabels = () => {
+    const mj = window.MathJax;
+    const raw = Array.from(document.querySelectorAll(".book-cell-label")).filter(
+      (label) => label.querySelector(".math") && !label.querySelector("mjx-container")
+    );
+    if (raw.length && mj && mj.typesetPromise) mj.typesetPromise(raw).catch(() => {});
   };
   const TABLE_ROLES = [
     ["table", "table"], ["thead, tbody, tfoot", "rowgroup"], ["tr", "row"], ["th", "columnheader"], ["td", "cell"],
@@ -561,6 +583,7 @@
     numberPrintTitle();
     readableSearchSnippets();
     const settleMath = () => {
+      typesetLabels();
       fitMath();
       markPrintWidths();
       reflowWidth = null;
@@ -577,9 +600,7 @@
     // Refit when the text's size changes: a turned phone, or a solution opened
     // (its formulas had no size while it was collapsed).
     const refit = debounce(() => {
-      whenMathIsTypeset(settleMath);
-      reflowTables();
-      markScrollers();
+      whenMathIsTypeset(settleMath); // the tables and the scroll boxes too
       markShrunkImages();
     }, 100);
     const article = document.querySelector("article.bd-article");
