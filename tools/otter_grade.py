@@ -572,6 +572,12 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
             continue
         test_file = results.results.get(q["name"])
         cases = len(test_file.test_case_results) if test_file is not None else 0
+        flagged = "; ".join(flags.get(q["name"], []))
+        if (cases != q.get("tests", cases) or test_file is None) and flagged:
+            rows.append(Row(student, q["name"], 0.0, q["points"], f"FLAGGED, scored 0: read its code "
+                            f"({_one_line(flagged)}) | {cases} test results where the question has {q.get('tests')}",
+                            _one_line(flagged)))
+            continue
         if cases != q.get("tests", cases) or test_file is None:
             rows.append(Row(student, q["name"], "", q["points"],
                             f"{NOT_GRADED}: {cases} test results where the question has {q.get('tests')}; the "
