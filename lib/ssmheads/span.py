@@ -33,11 +33,13 @@ forming ``K_l = C A^l B`` is of order ``eps ||C|| ||A^l|| ||B||``, not
 of ``C``, ``K_0 = K_1 = 0`` exactly, the computed ones are rounding of size
 ``1e-16``, and a prefix made of them is counted by the relative rule whatever
 ``rtol < 1`` is (``K_0`` alone counts 1: it is its own largest singular value;
-the relative rule alone gave ``k(64) = 2``, the exact value is 1).
+the relative rule alone can give ``k(64) = 2``, depending on the
+machine's rounding; the exact value is 1).
 A strongly non-normal ``A`` (``||A^l||`` far above ``rho(A)^l``) can do the same.
 So each prefix ``G_l`` of computed lags is counted against
-``rtol sigma_1(G_l) + phi_l``, where ``phi_l`` (:func:`_lag_floors`) is a bound,
-proved in :func:`_lag_rounding_bounds`, on ``||fl(G_l) - G_l||_2``. By Weyl's
+``rtol sigma_1(G_l) + tau_l``, where ``tau_l`` (:func:`_lag_floors`) is a bound,
+proved to first order in ``eps`` in :func:`_lag_rounding_bounds`, on
+``||fl(G_l) - G_l||_2``. By Weyl's
 inequality a singular value above it belongs to the exact lags of the stored
 ``A``, ``B``, ``C`` (the relative part covers the SVD's own rounding), so no
 prefix counts more than the exact rank of its lags, whatever ``A`` and ``rtol``.
@@ -309,7 +311,7 @@ def _abs_norm_bound(M: np.ndarray) -> float:
 
 
 def _lag_rounding_bounds(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
-    """``e_l >= ||fl(K_l) - K_l||_F`` for ``l < n``: the rounding error of the computed lags.
+    """``xi_l >= ||fl(K_l) - K_l||_F`` for ``l < n``: the rounding error of the computed lags.
 
     ``fl(K_l)`` is the lag as the library forms it (``lag_operators``):
     ``W_0 = B``, ``W_l = fl(A W_(l-1))``, ``fl(K_l) = fl(C W_l)``; ``K_l = C A^l B``
@@ -334,19 +336,23 @@ def _lag_rounding_bounds(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) ->
                                         + || |C| ||_2 w_l ).
 
     The function evaluates the right side with ``N eps`` in place of
-    ``gamma_N`` (``N eps >= 2 gamma_N`` while ``N u <= 1/2``): the factor 2 to
-    spare covers the terms of order ``eps^2`` that the bound's own
-    ingredients carry (``w_j`` and ``b_i`` are norms of computed matrices,
-    ``b_i = ||fl(C A^i)||_F``). Unlike a tolerance relative to
-    ``||K_l||``, it does not shrink when the lags cancel: for
+    ``gamma_N`` (``N eps = (2 - N eps) gamma_N``): the factor ``2 - N eps``,
+    nearly 2, to spare covers the terms of order ``eps^2`` that the bound's
+    own ingredients carry (``w_j`` and ``b_i`` are norms of computed
+    matrices, ``b_i = ||fl(C A^i)||_F``). So the bound is proved to first
+    order in ``eps``: ``b_i`` stands for the exact ``||C A^i||_2``, and the
+    spare factor covers the difference when the rounding of ``fl(C A^i)``
+    is small next to ``C A^i`` itself, which a cancelling ``C A^i`` could
+    violate (``b_i`` is not bounded by its own error bound here). Unlike a
+    tolerance relative to ``||K_l||``, it does not shrink when the lags cancel: for
     ``A = diag(0.5, 0.6, 0.7)`` whose three modes' terms ``c_s b_s^T`` sum to
     zero, ``K_0 = K_1 = 0`` exactly, yet the computed ones are of size
     ``1e-16``, and the bound is of that order too. The sum over ``j`` is a
     convolution, evaluated by FFT in ``O(n log n)``; its own rounding error is
     at most a modest multiple of ``log2(L) eps ||b||_1 ||w||_1`` (Higham,
     Sec. 24.1; ``L`` the FFT length), so ``16 log2(L) eps ||b||_1 ||w||_1``
-    is added, a change of order ``eps^2`` in ``e_l``. ``B`` and ``C`` are
-    first divided by powers of two (exact) and ``e`` scaled back, so their
+    is added, a change of order ``eps^2`` in ``xi_l``. ``B`` and ``C`` are
+    first divided by powers of two (exact) and the bound scaled back, so their
     scale cannot overflow the computation. Time ``O(n N^2 (p + d))``, like
     the lags; memory ``O(n)``.
     """
@@ -378,15 +384,16 @@ def _lag_rounding_bounds(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) ->
 
 
 def _lag_floors(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
-    """``phi_l = (sum_(j<l) e_j^2)^(1/2)`` for ``l = 1..n``: shape (n,), nondecreasing.
+    """``tau_l = (sum_(j<l) xi_j^2)^(1/2)`` for ``l = 1..n``: shape (n,), nondecreasing.
 
-    With ``e_j`` from :func:`_lag_rounding_bounds`, ``phi_l`` bounds the
-    Frobenius, hence the spectral, norm of ``fl(G_l) - G_l`` for the prefix
+    With ``xi_j`` from :func:`_lag_rounding_bounds`, ``tau_l`` bounds (to
+    first order in ``eps``) the Frobenius, hence the spectral, norm of
+    ``fl(G_l) - G_l`` for the prefix
     ``G_l = [vec K_0, ..., vec K_(l-1)]``. By Weyl's inequality every singular
-    value of the computed prefix is within ``phi_l`` of the exact one, so a
-    singular value above ``phi_l`` (plus the SVD's own rounding, which the
+    value of the computed prefix is within ``tau_l`` of the exact one, so a
+    singular value above ``tau_l`` (plus the SVD's own rounding, which the
     relative part of the threshold covers) belongs to a direction of the
-    exact lags: counted against ``rtol sigma_1 + phi_l``, no prefix counts
+    exact lags: counted against ``rtol sigma_1 + tau_l``, no prefix counts
     more than the exact rank of its lags.
     """
     e = _lag_rounding_bounds(A, B, C, n)
@@ -500,7 +507,7 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     """``k(1), ..., k(n)``: the lag-span dimension for every length up to ``n``.
 
     Each prefix ``K_0, ..., K_{l-1}`` is counted by the module's rule, against
-    ``rtol sigma_1`` plus the bound ``phi_l`` on the rounding of its lags (module
+    ``rtol sigma_1`` plus the bound ``tau_l`` on the rounding of its lags (module
     docstring); ``k(l)`` is the running maximum of these counts, capped at ``m``, so
     the profile is nondecreasing and never exceeds ``m``. The lag operators are
     formed once and each prefix has its own SVD: meant for ``n`` up to a few
@@ -520,7 +527,7 @@ def lag_span_profile(A, B, C, n: int, rtol: float | None = None) -> np.ndarray:
     rtol : float, optional
         As in :func:`interaction_rank`, with ``m`` the prefix length; the same
         value is passed to :func:`minimal_polynomial_degree`. It sets the
-        relative part of each threshold; the rounding floor ``phi_l`` is
+        relative part of each threshold; the rounding floor ``tau_l`` is
         added whatever ``rtol`` is.
 
     Returns
@@ -556,8 +563,9 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     rule; ``k(n)`` is the largest count over its prefixes (first ``l <= n``
     columns), capped at ``m = minimal_polynomial_degree(A, rtol)``, so that
     ``k`` is nondecreasing in ``n`` and ``k(n) <= m`` (module docstring). Each
-    prefix ``G_l`` is counted against ``rtol sigma_1(G_l) + phi_l``, where
-    ``phi_l`` bounds the rounding error of forming its lags
+    prefix ``G_l`` is counted against ``rtol sigma_1(G_l) + tau_l``, where
+    ``tau_l`` bounds (to first order in ``eps``) the rounding error of
+    forming its lags
     (:func:`_lag_floors`), so rounding in the computed lags is never counted,
     whatever ``A`` (normal or not) and ``rtol``: lags that cancel to zero
     (``A = diag(0.5, 0.6, 0.7)``, ``B`` with three equal rows, ``C`` with
@@ -578,7 +586,7 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     rtol : float, optional
         As in :func:`interaction_rank`; the same value is passed to
         :func:`minimal_polynomial_degree`. It sets the relative part of
-        each threshold; the rounding floor ``phi_l`` is added whatever
+        each threshold; the rounding floor ``tau_l`` is added whatever
         ``rtol`` is.
 
     Returns
@@ -600,13 +608,13 @@ def _lag_span_dimension(A: np.ndarray, B: np.ndarray, C: np.ndarray,
     """
     # the columns vec K_0, ..., vec K_{n-1} of G
     G = _vec(_checked_lags(A, B, C, n))
-    # phi_l: a bound on the rounding error of the first l computed lags
+    # tau_l: a bound on the rounding error of the first l computed lags
     floors = _lag_floors(A, B, C, n)
     # the cap k(n) <= m of Prop. 2.1 (c); m is counted by a routine of
     # its own, whose docstring gives the shortcuts it takes
     m = _minimal_polynomial_degree(A, rtol)
     # the largest count over the prefixes G[:, :l], l <= n, each against
-    # rtol sigma_1 + phi_l
+    # rtol sigma_1 + tau_l
     return _running_count(G, C.shape[0], B.shape[1], rtol, m, floors)
 
 
