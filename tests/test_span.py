@@ -712,7 +712,7 @@ def test_minimal_polynomial_default_tolerance_is_the_rank_rule():
 
 def _brute_running_count(A, B, C, n):
     """The definition, one SVD per prefix: min(m, max over l <= n of the rule's count of K_0..K_{l-1}),
-    each prefix against rtol sigma_1 plus its rounding floor phi_l."""
+    each prefix against rtol sigma_1 plus its rounding floor tau_l."""
     from ssmheads.span import _finite_lags, _lag_floors, _prefix_count, _vec
 
     G = _vec(_finite_lags(A, B, C, n))

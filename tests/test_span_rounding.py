@@ -3,7 +3,7 @@
 When the modes of a diagonal ``A`` cancel (``sum_s c_s b_s^T = 0``), lags that are
 exactly zero come out as rounding of size 1e-16, and the relative rule alone counts
 such a prefix as full rank for any ``rtol``. Each prefix is therefore counted against
-``rtol sigma_1 + phi_l``, with ``phi_l`` a bound on the rounding error of its lags.
+``rtol sigma_1 + tau_l``, with ``tau_l`` a bound on the rounding error of its lags.
 
 The expected values are exact: the rank of the lags of the stored floats in rational
 arithmetic (``fractions.Fraction``), and their rounding errors against 60-digit
@@ -137,7 +137,7 @@ BOUND_CASES = {
 
 @pytest.mark.parametrize("name", list(BOUND_CASES))
 def test_the_rounding_bound_holds(name):
-    """e_l >= ||fl(K_l) - K_l||_F, with K_l from 60-digit arithmetic on the stored floats."""
+    """xi_l >= ||fl(K_l) - K_l||_F, with K_l from 60-digit arithmetic on the stored floats."""
     A, B, C = BOUND_CASES[name]
     n = 40
     K = lag_operators(A, B, C, n)
