@@ -47,7 +47,7 @@ class Architecture:
 
     name: str
     family: str
-    heads: int | None  # factorized heads (interaction rank bound) if the layer has a fixed number
+    heads: int | None  # the interaction rank bound its structure gives (heads, or rank-one channels), if any
     time_invariant: bool
     init: Callable
     forward: Callable
@@ -530,12 +530,12 @@ REGISTRY = {a.name: a for a in (
                  _linear_layer, "2 linear-attention heads, feature map elu + 1 (Katharopoulos et al. 2020)"),
     Architecture("retention", "retention", 2, False, _retention_init(2), _retention_forward, _retention_layer,
                  "2 retention heads with RetNet's fixed decays 1 - 2^-5, 1 - 2^-6 and xPos angles"),
-    Architecture("s4d", "LTI diagonal SSM", None, True, _s4d_init, _s4d_forward, _s4d_layer,
+    Architecture("s4d", "LTI diagonal SSM", _S4D_CHANNELS, True, _s4d_init, _s4d_forward, _s4d_layer,
                  f"S4D: {_S4D_CHANNELS} SISO channels of {_S4D_MODES} complex modes (S4D-Lin), mixed by "
                  "linear maps in and out"),
     Architecture("s5", "LTI MIMO SSM", None, True, _s5_init, _s5_forward, _s5_layer,
                  f"S5: one MIMO diagonal SSM of {_S5_MODES} complex modes (HiPPO-N), zero-order hold"),
-    Architecture("mamba", "selective SSM", None, False, _mamba_init, _mamba_forward, _mamba_layer,
+    Architecture("mamba", "selective SSM", _MAMBA_INNER, False, _mamba_init, _mamba_forward, _mamba_layer,
                  f"Mamba: selective scan, {_MAMBA_INNER} channels (+ a constant one) of state {_MAMBA_STATE}, "
                  "then a linear map"),
     Architecture("mamba2", "selective SSM (SSD)", _SSD_HEADS, False, _mamba2_init, _mamba2_forward,
@@ -549,6 +549,6 @@ REGISTRY = {a.name: a for a in (
 #: Controlled variants, trained by ``benchmarks/bench_tradeoff.py --controls`` only (not in the sweep's grid):
 #: S4D with the same draws but every step size ``Delta = 1/32`` instead of log-uniform on ``[1e-3, 1e-1]``.
 CONTROLS = {a.name: a for a in (
-    Architecture("s4d-dt32", "LTI diagonal SSM", None, True, _s4d_control_init, _s4d_forward, _s4d_layer,
+    Architecture("s4d-dt32", "LTI diagonal SSM", _S4D_CHANNELS, True, _s4d_control_init, _s4d_forward, _s4d_layer,
                  "S4D as 's4d', with every step size Delta = 1/32 at initialisation"),
 )}

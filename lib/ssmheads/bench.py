@@ -46,6 +46,7 @@ __all__ = [
     "BenchResult",
     "train",
     "loss_curve",
+    "test_batch",
     "sweep",
     "emulation_target",
     "delay_taps",
@@ -334,7 +335,7 @@ def _loss_fn(spec, task):
 
 def _compiled(spec, task):
     """The jitted Adam step and evaluation loss of one architecture on one task (compiled once)."""
-    key = (spec.name, task)
+    key = (spec.forward, task)  # variants with the same forward (the controls) share it
     if key not in _COMPILED:
         jax, jnp = _jax()
         loss = _loss_fn(spec, task)
@@ -408,11 +409,20 @@ def train(architecture: str, task: str, distance: int, seed: int = 0, steps: int
     j = _N - 1 - L
     jac0 = float(np.median(np.asarray(jac(P, Xj, j))))
     P, losses = _adam(spec, task, L, seed, steps, P)
-    Xt, Yt = _batch(task, L, np.random.default_rng([seed, 2, tid, L]), _TEST)
+    Xt, Yt = test_batch(task, L, seed)
     test = float(np.mean([float(loss(P, Xt[i:i + 128], Yt[i:i + 128], scale)) for i in range(0, _TEST, 128)]))
     jac1 = float(np.median(np.asarray(jac(P, Xj, j))))
     return BenchResult(architecture, task, L, seed, steps, losses, float(losses[-1]), test, jac0, jac1,
                        int(sum(v.size for v in P.values())), {k: np.asarray(val) for k, val in P.items()})
+
+
+def test_batch(task: str, distance: int, seed: int = 0):
+    """``(X (512, n, d+1), Y (512, n, p))``: the test sequences on which :func:`train` measures ``test_loss``.
+
+    Used in Chapter 6 (to score another model, such as the floor model, on the same sequences).
+    """
+    _check_run("s5", task, distance, seed, None)
+    return _batch(task, distance, np.random.default_rng([seed, 2, TASKS.index(task), distance]), _TEST)
 
 
 def loss_curve(architecture: str, task: str, distance: int, seed: int = 0, steps: int | None = None) -> np.ndarray:

@@ -93,7 +93,7 @@ def check_delay_floor(delay_floor: Callable) -> CheckResult:
     n, L, H = n, int(rng.integers(1, n - 3)), int(rng.integers(1, 4))
     cases.append((f"delay_floor({n}, {L}, {H})", (n, L, H), test(expected(n, L, H), n, L, H)))
     return _run("Chapter 6: the floor of the delay task", _on_its_own(delay_floor, FLOOR_ROUTINES), cases,
-                "right on 7 cases, including H = 0, H = k = 4 (floor 0), H above k and one drawn anew")
+                "right on 7 cases: H = 0, H = k = 4, H > k, one drawn anew")
 
 
 def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
