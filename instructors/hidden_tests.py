@@ -997,9 +997,14 @@ def hidden_head_jacobian(head_jacobian):
         what = f"head_jacobian(W_Q, W_K, V, X) on a head with d={d}, p={p}, d_k={dk}, n={n}{note}"
         got = array(call(what, head.W_Q[0].copy(), head.W_K[0].copy(), V.copy(), X.copy()), (n, n, p, d), what)
         bad = np.abs(got - expected) > 1e-7 * max(1.0, float(np.abs(expected).max()))
-        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
+        future = bad & np.triu(np.ones((n, n), bool), 1)[:, :, None, None]     # blocks j > i first
+        first = future if future.any() else bad
+        where = tuple(int(k) for k in np.argwhere(first)[0]) if bad.any() else None
         hint = ""
-        if where is not None and where[0] == where[1]:
+        if where is not None and n == 1:
+            hint = ("with one token the weight is 1 and y_1 = v_1, so both score paths, which carry v_j - y_i "
+                    "(centred at the output), vanish: the Jacobian is V")
+        elif where is not None and where[0] == where[1]:
             hint = ("this is a diagonal block (j == i): besides the value and key paths it carries the query path "
                     "sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)")
         elif where is not None and where[1] > where[0]:
@@ -1078,12 +1083,15 @@ def hidden_ssm_profile(ssm_profile):
     a badly scaled diagonal system (B = 1e-6 I, C = 1e6 [[1, 2], [0, 1]]), n = 8; a
     nilpotent shift, n = 5 (norms 1, 1, 1, 0, 0); n = 1; random_stable(6, 3, 2), n = 15.
     Reference: the lags read off the SSM's response to impulses (sh.LinearSSM.forward),
-    then spectral norms; tolerance 1e-9 of max(1, max norm), as in the check.
+    then spectral norms; tolerance 1e-9 of max(1, max norm), as in the check. The library's
+    Jacobian and profile routines are switched off while the answer runs, as in the check.
     """
     import numpy as np
 
     import ssmheads as sh
     from ssmheads import systems
+    from ssmheads.exercises._common import reference_routines_off
+    from ssmheads.exercises.ch4 import PROFILE_ROUTINES
 
     assert ssm_profile is not None, ("ssm_profile is not defined: run the cell that defines it "
                                      "(keep its name ssm_profile) before you submit")
@@ -1092,7 +1100,8 @@ def hidden_ssm_profile(ssm_profile):
     def call(what, *args):
         error = None
         try:
-            out = ssm_profile(*args)
+            with reference_routines_off(PROFILE_ROUTINES):
+                out = ssm_profile(*args)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         assert error is None, f"{what} raised {error}"
@@ -1128,11 +1137,13 @@ def hidden_ssm_profile(ssm_profile):
     for label, (A, B, C, n) in cases:
         d = B.shape[1]
         ssm = sh.LinearSSM(A, B, C)
-        lags = np.zeros((n, C.shape[0], d))
+        lags = np.zeros((n + 1, C.shape[0], d))
         for c in range(d):
-            impulse = np.zeros((n, d))
+            impulse = np.zeros((n + 1, d))
             impulse[0, c] = 1.0
             lags[:, :, c] = ssm.forward(impulse)                 # y_l = K_l e_c
+        shifted = np.linalg.norm(lags[1:], ord=2, axis=(1, 2))  # lags 1..n: off by one
+        lags = lags[:n]
         expected = np.linalg.norm(lags, ord=2, axis=(1, 2))
         what = f"ssm_profile(A, B, C, {n}) on {label}"
         got = array(call(what, A.copy(), B.copy(), C.copy(), n), (n,), what)
@@ -1145,6 +1156,8 @@ def hidden_ssm_profile(ssm_profile):
                 hint = "; your profile is reversed: entry l is the norm of K_l = C A^l B (distance l)"
             elif np.abs(got - np.linalg.norm(lags, axis=(1, 2))).max() <= 1e-9 * scale:
                 hint = "; that is the Frobenius norm: the exercise asks for the spectral norm (ord=2)"
+            elif np.abs(got - shifted).max() <= 1e-9 * scale:
+                hint = "; your lags are off by one: lag 0 is K_0 = C B (start from B, not A B)"
         assert where is None, (f"{what}: entry {where} (l = {where}, 0-based) should be ||C A^{where} B||_2 = "
                                f"{expected[where]:.6g}; got {got[where]:.6g}{hint}")
 
@@ -1206,6 +1219,14 @@ def hidden_delay_loss(delay_loss):
             hint = "; every lag is weighted alike there: lag l is seen by the n - l positions i >= l (weight n - l)"
         elif abs(got - right * (n - L)) <= 1e-9 * max(1.0, right * (n - L)) and n - L != 1:
             hint = "; divide by the loss of K = 0, which is n - L"
+        else:
+            sq = (K - (np.arange(n) == L)) ** 2
+            shifted = [float(np.sum((n - np.arange(n) + s) * sq) / norm)       # weights n - l +- 1
+                       for s in (1, -1) for norm in (n - L + s, n - L) if norm != 0]
+            if any(abs(got - v) <= 1e-9 * max(1.0, abs(v)) for v in shifted) and abs(got - right) > 1e-9 * max(
+                    1.0, abs(right)):
+                hint = ("; your weights are off by one: position i (0-based) sees the lags 0..i, so lag l is seen "
+                        "by the n - l positions i = l, ..., n - 1")
         assert abs(got - right) <= 1e-9 * max(1.0, abs(right)), (
             f"{what}: the loss should be {right:.10g}; got {got:.10g}{hint}")
 

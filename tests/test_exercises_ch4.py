@@ -411,3 +411,66 @@ def test_delay_loss_that_raises_is_reported_not_raised():
         raise RuntimeError("oops")
     result = check_delay_loss(delay_loss)
     assert result.status == FAILED and "RuntimeError" in result.message
+
+
+# ------------------------------------------------------------ targeted hints (fix after the second review)
+
+def _non_causal(W_Q, W_K, V, X):
+    """The right Jacobian, spoiled on the diagonal and on every block j > i (as a non-causal softmax would)."""
+    J = head_jacobian(W_Q, W_K, V, X)
+    n = X.shape[0]
+    if n > 1:
+        J = J + 0.1 * np.triu(np.ones((n, n)))[:, :, None, None]
+    return J
+
+
+def test_non_causal_answer_gets_the_causal_hint_not_the_query_path():
+    result = check_head_jacobian(_non_causal)
+    i, j = (int(k) for k in result.message.split("entry (")[1].split(")")[0].split(", ")[:2])
+    assert j > i and "causal" in result.message and "query path" not in result.message
+
+
+def test_uncentred_answer_on_one_token_is_told_the_score_paths_vanish():
+    def uncentred(W_Q, W_K, V, X):
+        J = head_jacobian(W_Q, W_K, V, X)
+        if X.shape[0] == 1:                       # v_1 instead of v_1 - y_1 in the key path
+            q = X @ W_Q.T
+            J = J + (X @ V.T)[0][:, None] * (q[0] @ W_K)[None, :] / np.sqrt(W_Q.shape[0])
+        return J
+    result = check_head_jacobian(uncentred)
+    assert result.status == FAILED and "n=1" in result.message and "centred" in result.message
+
+
+@pytest.mark.parametrize("name, hint", [("Frobenius instead of spectral", "Frobenius norm"),
+                                        ("reversed (by position, not distance)", "reversed"),
+                                        ("off by one lag", "lag 0 is K_0 = C B")])
+def test_profile_slips_get_their_hint(name, hint):
+    result = check_ssm_gradient_profile(WRONG_PROFILE[name][0])
+    assert result.status == FAILED and hint in result.message
+
+
+def test_profile_from_the_library_is_refused():
+    import ssmheads as sh
+
+    def cheat(A, B, C, n):
+        return sh.gradient_profile(sh.LinearSSM(A, B, C), np.zeros((n, B.shape[1])))[1]
+    result = check_ssm_gradient_profile(cheat)
+    assert result.status == FAILED and "switched off" in result.message
+    assert check_ssm_gradient_profile(ssm_profile).status == PASSED      # and works again after
+
+
+@pytest.mark.parametrize("shift", [1, -1])
+@pytest.mark.parametrize("normalise", ["same weights", "n - L"])
+def test_delay_loss_off_by_one_weights_get_the_hint(shift, normalise):
+    def delay_loss(K, L):
+        K = np.asarray(K, dtype=float)
+        n = K.shape[0]
+        lags = np.arange(n)
+        total = np.sum((n - lags + shift) * (K - (lags == L)) ** 2)
+        return total / (n - L + shift if normalise == "same weights" else n - L)
+    result = check_delay_loss(delay_loss)
+    assert result.status == FAILED and "off by one" in result.message, result.message
+
+
+def test_delay_loss_docstring_does_not_state_the_answer():
+    assert "(n - l)" not in check_delay_loss.__doc__

@@ -912,7 +912,8 @@ def _delay_loss_grad(nu, theta, b, c, L, n):
     T = np.einsum("rl,rlm->rm", e * lags, Z)
     h = g * T
     # d loss / d nu = -exp(nu) Re h, d loss / d theta = -Im h
-    return loss, K, (-e_nu * h.real, -h.imag, np.conj(c * S), np.conj(b * S))
+    grads = (-e_nu * h.real, -h.imag, np.conj(c * S), np.conj(b * S))
+    return loss, K, grads
 
 
 def diagonal_ssm_kernel(nu, theta, b, c, n: int) -> np.ndarray:

@@ -6,7 +6,12 @@ from typing import Callable
 
 import numpy as np
 
-from ._common import CheckResult, _compare, _Fail, _numeric, _run
+from ._common import CheckResult, _compare, _Fail, _numeric, _on_its_own, _run
+
+#: The library routines that compute a Jacobian row or a gradient profile; switched off while
+#: a student's ``ssm_profile`` runs (Exercise 4.3 asks for it without ``ssmheads.gradients``).
+PROFILE_ROUTINES = (("gradients", "gradient_profile"), ("gradients", "jacobian_row"),
+                    ("gradients", "_jacobian_row"), ("gradients", "jacobian"))
 
 
 def _one_head(seed: int, d: int = 2, d_k: int = 3):
@@ -22,8 +27,14 @@ def _compare_jacobian(out, expected: np.ndarray, label: str) -> None:
     bad = np.abs(got - expected) > 1e-7 * scale
     if not np.any(bad):
         return
-    i, j, p, d = (int(v) for v in np.argwhere(bad)[0])
-    if i == j:
+    n = expected.shape[0]
+    future = bad & np.triu(np.ones((n, n), bool), 1)[:, :, None, None]
+    # report a block with j > i first, so that a non-causal answer gets the causal hint
+    i, j, p, d = (int(v) for v in np.argwhere(future if np.any(future) else bad)[0])
+    if n == 1:
+        hint = ("with one token the weight is 1 and y_1 = v_1, so both score paths, which carry "
+                "v_j - y_i (centred at the output), vanish: the Jacobian is V")
+    elif i == j:
         hint = ("this is a diagonal block (j == i): besides the value and key paths it carries the "
                 "query path sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)")
     elif j > i:
@@ -80,7 +91,9 @@ def check_highway_input(make_input: Callable) -> CheckResult:
                 weight = float(head.coefficients(X)[0, n - 1, key])
             if not np.isfinite(weight) or abs(weight - a) > 1e-8:
                 raise _Fail(f"{label}: the weight of the last position on position {key} should be {a}; "
-                            f"on your input it is {weight:.6g}")
+                            f"on your input it is {weight:.6g} (the last position's softmax runs over all n "
+                            "tokens, itself included: each zero token adds e^0 = 1 to the denominator, the "
+                            "query adds e^(s_nn), and the key's score is its q^T k / sqrt(d_k))")
             try:
                 J = jacobian_row(head, X)[key]
             except ValueError:  # an input too large for the Jacobian: report no ratio
@@ -103,6 +116,31 @@ def check_highway_input(make_input: Callable) -> CheckResult:
     return result
 
 
+def _profile_test(expected: np.ndarray, frobenius: np.ndarray, shifted: np.ndarray):
+    """The comparison of Exercise 4.3, with hints for three common slips."""
+    def test(out, label):
+        got = _numeric(out, expected.shape, label)
+        scale = max(1.0, float(np.abs(expected).max()))
+
+        def near(other):
+            return float(np.abs(got - other).max()) <= 1e-9 * scale
+
+        if near(expected):
+            return
+        hint = ""
+        if near(expected[::-1]):
+            hint = "; your profile is reversed: entry l is for the token l steps back, ||K_l|| = ||C A^l B||"
+        elif near(frobenius):
+            hint = "; that is the Frobenius norm: the exercise asks for the spectral norm (ord=2)"
+        elif near(shifted):
+            hint = "; your lags are off by one: lag 0 is K_0 = C B (start from B, not A B)"
+        try:
+            _compare(got, expected, label, rtol=1e-9)
+        except _Fail as failure:
+            raise _Fail(f"{failure}{hint}") from None
+    return test
+
+
 def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
     """Chapter 4, exercise "an SSM's gradient profile".
 
@@ -110,7 +148,8 @@ def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
 
     The answer is a function ``ssm_profile(A, B, C, n)`` returning the spectral norms
     ``||d y_n / d x_{n-l}||`` for ``l = 0, ..., n-1`` (positions ``1..n``; in code, row
-    ``n - 1`` and column ``n - 1 - l`` of the Jacobian): shape ``(n,)``.
+    ``n - 1`` and column ``n - 1 - l`` of the Jacobian): shape ``(n,)``. The library's
+    Jacobian and profile routines (:data:`PROFILE_ROUTINES`) are switched off while it runs.
     """
     from ..models import lag_operators
     from ..systems import jordan, random_stable, rotation
@@ -119,10 +158,13 @@ def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
     for label, s, n in (("rotation(1.0, rho=0.9)", rotation(1.0, 0.9), 12),
                         ("jordan([(0.9, 3)])", jordan([(0.9, 3)]), 20),
                         ("random_stable(5, 2, 3)", random_stable(5, 2, 3, seed=2), 9)):
-        expected = np.linalg.norm(lag_operators(s.A, s.B, s.C, n), ord=2, axis=(1, 2))
+        lags = lag_operators(s.A, s.B, s.C, n + 1)
+        expected = np.linalg.norm(lags[:n], ord=2, axis=(1, 2))
+        frobenius = np.linalg.norm(lags[:n], axis=(1, 2))
+        shifted = np.linalg.norm(lags[1:], ord=2, axis=(1, 2))
         cases.append((f"ssm_profile on {label}, n={n}", (s.A, s.B, s.C, n),
-                      lambda out, lab, e=expected: _compare(out, e, lab, rtol=1e-9)))
-    return _run("Chapter 4: an SSM's gradient profile", ssm_profile, cases,
+                      _profile_test(expected, frobenius, shifted)))
+    return _run("Chapter 4: an SSM's gradient profile", _on_its_own(ssm_profile, PROFILE_ROUTINES), cases,
                 "the norms ||C A^l B|| are right on 3 systems, including a Jordan block")
 
 
@@ -133,8 +175,8 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
 
     The answer is a function ``delay_loss(K, L)`` taking an impulse response ``K (n,)`` and
     a delay ``0 <= L < n`` and returning the expected squared error of ``y_i = x_{i-L}`` on a
-    white-noise sequence of length ``n``, divided by its value for ``K = 0``: the float
-    ``sum_l (n - l) (K_l - delta_{lL})^2 / (n - L)``.
+    white-noise sequence of length ``n``, divided by its value for ``K = 0``: a float (its
+    derivation is the exercise).
     """
     from ..gradients import _check_delay
 
@@ -149,6 +191,9 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
         lags = np.arange(n)
         right = float(expected(K, L))
         unweighted = float(np.sum((K - (lags == L)) ** 2))  # no weights n - l, no normalisation
+        sq = (K - (lags == L)) ** 2
+        off_by_one = [float(np.sum((n - lags + s) * sq) / norm)   # weights n - l +- 1
+                      for s in (1, -1) for norm in (n - L + s, n - L) if norm != 0]
 
         def check(out, label):
             got = float(_numeric(out, (), label))
@@ -162,6 +207,9 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
                         "i >= l, so it carries the weight n - l (and K = 0 gives n - L)")
             elif abs(got - right * (n - L)) <= 1e-9 * max(1.0, abs(right * (n - L))):
                 hint = "; divide by the value for K = 0, which is n - L"
+            elif any(abs(got - value) <= 1e-9 * max(1.0, abs(value)) for value in off_by_one):
+                hint = ("; your weights are off by one: position i (0-based) sees the lags 0..i, so lag l "
+                        "is seen by the n - l positions i = l, ..., n - 1)")
             raise _Fail(f"{label}: the loss should be {right:.6g}; got {got:.6g}{hint}")
         return check
 
