@@ -123,10 +123,10 @@ test-standalone:
 # Instructors: Otter-Grader assignments (tools/make_otter.py). Otter lives in its own
 # environment, .venv-otter, from requirements-instructor.txt (about 800 MB; never in the
 # readers' .venv or Binder); it is also the grading environment.
-#   make otter [SITE_URL=https://...] [HIDDEN=my_hidden_tests.py]
+#   make otter [SITE_URL=https://...] [HIDDEN=my_hidden_tests.py] [QUESTION_TIMEOUT=20]
 #       a master notebook per chapter, then `otter assign`: _build/otter/<chapter>/student/
 #       (the notebook to hand out) and autograder/ (the zip for Gradescope or `make grade`)
-#   make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=...] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1]
+#   make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=...] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1] [WORKERS=2]
 #       grades every notebook in the folder with `otter run` (no Docker) into one CSV (never
 #       overwritten without FORCE=1: hand-graded scores may be in it)
 OTTER_VENV ?= .venv-otter

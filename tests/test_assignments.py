@@ -11,6 +11,7 @@ exercise's cell is found by its ``exercise`` metadata, not by its MyST label.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -336,3 +337,76 @@ def test_student_config_gives_student_downloads_and_finds_the_local_extensions(t
     assert "portable_downloads" in local
     for name, folder in local.items():
         assert Path(folder).is_absolute() and (Path(folder) / f"{name}.py").exists(), (name, folder)
+
+
+# --------------------------------------------------------------------------- the students' site, sealed
+
+STUDENTS = "https://course.example.edu/heads/"
+
+
+def _repository_leaks(text: str) -> list[str]:
+    marks = make_assignments.repository_marks(ROOT)
+    assert marks and all("/" in m for m in marks), marks
+    return [m for m in marks if m in text]
+
+
+def test_the_students_site_config_has_no_repository_button_or_address(tmp_path):
+    """The students' site links nowhere into the repository (solutions, hidden tests): issue 26."""
+    import yaml
+
+    path = make_assignments.student_config(ROOT, tmp_path / "student_config.yml", STUDENTS)
+    config = yaml.safe_load(path.read_text())
+    assert not _repository_leaks(path.read_text()), path.read_text()
+    assert (config["repository"].get("url") or "") == ""   # jupyter-book's default would be its own repository
+    for key in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        assert config["html"][key] is False, key
+    launch = config["launch_buttons"]
+    assert not any(launch.get(k) for k in ("binderhub_url", "colab_url", "jupyterhub_url", "deepnote_url", "thebe"))
+    assert "icon_links" not in config["sphinx"]["config"].get("html_theme_options", {})
+
+
+def test_the_students_notebooks_install_the_library_from_the_students_site(tmp_path):
+    import tarfile
+
+    out = tmp_path / "nb"
+    make_assignments.make_student_notebooks(ROOT / "chapters", out, verbose=False, site_url=STUDENTS)
+    archive = out / make_assignments.library_archive_name(ROOT)
+    for path in CHAPTERS:
+        text = (out / path.name).read_text()
+        assert not _repository_leaks(text), path.name
+        setup = student(out, path).cells[0].source
+        assert f'"{STUDENTS}{archive.name}"' in setup and "SSMHEADS_SOURCE" in setup, setup
+    # The archive is the library alone, and pip can build it (pyproject.toml and the package at the top).
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        top = archive.name.removesuffix(".tar.gz")
+        assert f"{top}/pyproject.toml" in names and f"{top}/lib/ssmheads/__init__.py" in names
+        assert not [n for n in names if not n.startswith((f"{top}/lib/ssmheads/", f"{top}/pyproject.toml",
+                                                          f"{top}/README.md"))]
+        assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+        for member in tar.getmembers():
+            assert not _repository_leaks(tar.extractfile(member).read().decode("utf-8", "replace")), member.name
+    again = make_assignments.write_library_archive(tmp_path / "again", ROOT)
+    assert again.read_bytes() == archive.read_bytes()    # the same library, the same file
+    # Without --site-url the set-up cell still installs from the repository (the script says so).
+    make_assignments.make_student_notebooks(ROOT / "chapters", tmp_path / "plain", verbose=False)
+    assert _repository_leaks(student(tmp_path / "plain", CHAPTERS[0]).cells[0].source)
+
+
+def test_the_staged_site_names_no_repository_and_offers_the_student_pdf(tmp_path):
+    """What the students' site is built from: no page or chapter names the repository; the student PDF only."""
+    root = tmp_path / "book"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns(*make_assignments._NOT_STAGED, "*.egg-info"),
+                    symlinks=True)
+    pdf = root / "_build" / "pdf"
+    (pdf / "chapters").mkdir(parents=True)
+    for name in ("how-many-heads.pdf", "how-many-heads-student.pdf", "chapters/01_unified_operator.pdf",
+                 "chapters/01_unified_operator-student.pdf"):
+        (pdf / name).write_bytes(b"%PDF-1.5 " + name.encode())
+    stage = tmp_path / "stage"
+    make_assignments.stage_site_source(root, stage, site_url=STUDENTS)
+    for path in [*stage.glob("book/**/*.md"), *stage.glob("chapters/*.ipynb"), stage / "_toc.yml"]:
+        assert not _repository_leaks(path.read_text()), path
+    assert "{Code and notebooks:" not in (stage / "book" / "intro.md").read_text()
+    staged = sorted(p.relative_to(stage / "_build" / "pdf").as_posix() for p in (stage / "_build" / "pdf").rglob("*.pdf"))
+    assert staged == ["chapters/01_unified_operator-student.pdf", "how-many-heads-student.pdf"]

@@ -63,6 +63,68 @@ def ema_operator(n, d, gamma):
 
 RENAMED = EMA_WITHOUT_ONE_MINUS_GAMMA.replace("def ema_operator", "def my_ema").replace("(ema_operator)", "(my_ema)")
 
+# The guide's worked example (book/instructors.md) beyond Ada, Blaise and Carl: an unusual honest answer
+# (Fay: Python lists and loops), a power written as a quotient (Gus: gamma^i / gamma^j, which is 0/0 at
+# gamma = 0, one of the hidden cases), a reference imported (Eve), a package grading lacks (Dora).
+EMA_WITH_LISTS = '''\
+from ssmheads.exercises import check_ema_operator
+
+def ema_operator(n, d, gamma):
+    rows = []
+    for i in range(n):
+        row = []
+        for j in range(n):
+            w = (1 - gamma) * gamma ** (i - j) if j <= i else 0.0
+            row.append([[w if r == c else 0.0 for c in range(d)] for r in range(d)])
+        rows.append(row)
+    return rows
+
+check_ema_operator(ema_operator)'''
+
+EMA_AS_A_QUOTIENT = '''\
+from ssmheads.exercises import check_ema_operator
+
+def ema_operator(n, d, gamma):
+    i = np.arange(n)[:, None]
+    j = np.arange(n)[None, :]
+    weight = np.where(j <= i, (1 - gamma) * gamma ** i / gamma ** j, 0.0)
+    return weight[:, :, None, None] * np.eye(d)
+
+check_ema_operator(ema_operator)'''
+
+EMA_FROM_THE_REFERENCE = '''\
+from ssmheads.exercises import check_ema_operator
+from ssmheads.exercises.ch1 import _ema_reference
+
+def ema_operator(n, d, gamma):
+    return _ema_reference(n, d, gamma)
+
+check_ema_operator(ema_operator)'''
+
+GUIDE_STUDENTS = ("ada", "blaise", "carl", "dora", "eve", "fay", "gus")
+
+
+def plant_the_guides_example(otter_dir: Path, folder: Path) -> None:
+    """The submissions of the guide's worked example (Chapter 1), written into ``folder``.
+
+    Ada answers everything, Blaise hands in the untouched notebook, Carl forgets the factor
+    1 - gamma of Exercise 1.1, Dora adds ``import seaborn`` to the chapter's import cell, Eve
+    imports the check's reference, Fay answers with lists, Gus writes gamma^(i-j) as gamma^i / gamma^j.
+    """
+    stem = CHAPTERS[0].stem
+    student = _read(otter_dir / stem / "student" / f"{stem}.ipynb")
+    master = _read(otter_dir / stem / "master" / f"{stem}.ipynb")
+    nbformat.write(make_otter.answered(student, master, prose="(an answer in prose)"), folder / "ada.ipynb")
+    nbformat.write(student, folder / "blaise.ipynb")
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": EMA_WITHOUT_ONE_MINUS_GAMMA}), folder / "carl.ipynb")
+    dora = make_otter.answered(student, master)
+    imports = next(c for c in dora.cells if c.cell_type == "code" and c.source.startswith("import numpy as np"))
+    imports.source = "import seaborn as sns\n" + imports.source
+    nbformat.write(dora, folder / "dora.ipynb")
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": EMA_FROM_THE_REFERENCE}), folder / "eve.ipynb")
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": EMA_WITH_LISTS}), folder / "fay.ipynb")
+    nbformat.write(make_otter.answered(student, master, {"ex-ema": EMA_AS_A_QUOTIENT}), folder / "gus.ipynb")
+
 
 def _pins(path: Path) -> dict[str, str]:
     return {name.lower().replace("_", "-"): version
@@ -225,14 +287,11 @@ def graded(otter_dir, tmp_path_factory):
         nbformat.write(_read(otter_dir / stem / "autograder" / path.name), folder / f"reference-{stem}.ipynb")
         if path != CHAPTERS[0]:     # Chapter 1's untouched notebook is Blaise's, below
             nbformat.write(_read(otter_dir / stem / "student" / path.name), folder / f"untouched-{stem}.ipynb")
-    # The guide's worked example: Ada answers everything, Blaise hands in the untouched
-    # notebook, Carl forgets the factor 1 - gamma of Exercise 1.1 and answers the rest.
+    # The guide's worked example (Ada, Blaise, Carl, Dora, Eve, Fay, Gus: see plant_the_guides_example).
+    plant_the_guides_example(otter_dir, folder)
     stem = CHAPTERS[0].stem
     student = _read(otter_dir / stem / "student" / f"{stem}.ipynb")
     master = _read(otter_dir / stem / "master" / f"{stem}.ipynb")
-    nbformat.write(make_otter.answered(student, master, prose="(an answer in prose)"), folder / "ada.ipynb")
-    nbformat.write(student, folder / "blaise.ipynb")
-    nbformat.write(make_otter.answered(student, master, {"ex-ema": EMA_WITHOUT_ONE_MINUS_GAMMA}), folder / "carl.ipynb")
     # Mallory makes the check and the hidden test's reference agree with zeros; Renata renames her function.
     nbformat.write(make_otter.answered(student, master, {"ex-ema": TAMPERED}), folder / "mallory.ipynb")
     nbformat.write(make_otter.answered(student, master, {"ex-ema": RENAMED}), folder / "renata.ipynb")
@@ -363,27 +422,42 @@ def test_a_submission_that_tampers_with_grading_is_flagged_and_a_renamed_functio
 
 def test_grading_one_submission_takes_at_most_15_seconds(graded):
     _, seconds, printed, _ = graded
-    assert len(seconds) == 2 * len(CHAPTERS) + 4, printed
+    assert len(seconds) == 2 * len(CHAPTERS) - 1 + len(GUIDE_STUDENTS) + 2, printed
     assert max(seconds.values()) < 15, seconds   # the budget is 30 s; two submissions ran at once
 
 
 def test_the_guides_worked_example_is_what_grading_writes(graded):
+    """The guide's CSV is the grading command's, row for row and column for column.
+
+    The only difference allowed: the guide cuts each message at its first failed hidden
+    case (``| hidden: …``), whose text names the case. The guide's example of ``HIDE_HIDDEN=1``
+    is Gus's message as ``--hide-hidden-cases`` writes it.
+    """
     rows, _, _, _ = graded
     guide = (ROOT / "book" / "instructors.md").read_text()
     block = re.search(r"A worked example:.*?```text\n(.*?)```", guide, re.S).group(1)
+    assert block.splitlines()[0] == ",".join(otter_grade.COLUMNS)
     shown = list(csv.DictReader(block.splitlines()))
-    assert {r["student"] for r in shown} == {"ada", "blaise", "carl"}
+    assert {r["student"] for r in shown} == set(GUIDE_STUDENTS)
 
-    def cut(message: str) -> str:     # the guide cuts the hidden tests' messages
-        return re.sub(r"\| hidden: .*$", "| hidden: …", message)
+    def cut(message: str) -> str:     # the guide cuts the failed hidden cases' text
+        return re.sub(r" \| hidden: .*$", " | hidden: …", message)
 
-    def same(message: str) -> str:    # the counts of hidden tests changed with issue 26 (a test per case)
-        return re.sub(r"\(1 visible, \d+ hidden\)|\d+ tests passed", "#", message)
-
-    columns = list(shown[0]) if shown else []
-    graded_rows = [{k: (same(cut(r[k])) if k == "message" else r[k]) for k in columns} for r in rows
-                   if r["student"] in ("ada", "blaise", "carl") and r["score"] != ""]
-    assert [{k: (same(v) if k == "message" else v) for k, v in r.items()} for r in shown] == graded_rows
+    graded_rows = [{k: (cut(r[k]) if k == "message" else r[k]) for k in otter_grade.COLUMNS} for r in rows
+                   if r["student"] in GUIDE_STUDENTS and r["score"] != ""]
+    assert [dict(r) for r in shown] == graded_rows
+    # What the guide says about these rows holds.
+    by = {(r["student"], r["question"]): r for r in rows}
+    assert 0 < float(by["gus", "ex1.1"]["score"]) < float(by["gus", "ex1.1"]["max"])      # partial credit
+    assert by["eve", "ex1.1"]["flag"] and float(by["eve", "ex1.1"]["score"]) == 0         # flagged, 0
+    assert not any(r["flag"] for r in rows if r["student"] == "fay")                    # honest, not flagged
+    assert "No module named 'seaborn'" in by["dora", "ex1.1"]["message"]                 # the cause, named
+    # HIDE_HIDDEN=1 (--hide-hidden-cases): each failed hidden case as question_message writes it then.
+    hidden = re.search(r"Gus's message becomes\s*```text\n(.*?)\n```", guide, re.S).group(1)
+    assert hidden == re.sub(r"hidden: (hidden case \d+ of \d+): (.*?)(?= \| hidden: |$)",
+                            lambda m: f"{m.group(1)}: {otter_grade.hidden_summary(m.group(2))}",
+                            by["gus", "ex1.1"]["message"])
+    assert "0.0" not in hidden and "ema_operator(" not in hidden
     by_hand = [r for r in rows if r["student"] == "ada" and r["score"] == ""]
     assert by_hand and all(r["message"] == "graded by hand" for r in by_hand)
 
@@ -442,6 +516,15 @@ def test_no_hidden_test_text_in_a_student_file_or_on_a_site(otter_dir, tmp_path)
             assert not leaks, f"{path} holds hidden test text: {leaks[:3]}"
             checked += 1
     assert checked > 50
+    # The students' site is sealed: no page, script or configuration leads to the repository
+    # (its downloads do only through their set-up cell, and only without SITE_URL: test_assignments).
+    marks = make_assignments.repository_marks(ROOT)
+    html = tmp_path / "assignments" / "site" / "_build" / "html"
+    pages = [p for p in _text_files(html) if p.suffix != ".ipynb"] + [tmp_path / "assignments" / "student_config.yml"]
+    assert len(pages) > 20
+    for path in pages:
+        text = path.read_text(errors="replace")
+        assert not [m for m in marks if m in text], f"{path} leads to the repository"
     # The students' site offers, for each chapter, exactly the notebook `make otter` wrote.
     sources = tmp_path / "assignments" / "site" / "_build" / "html" / "_sources" / "chapters"
     for path in CHAPTERS:

@@ -42,6 +42,16 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
    open the repository's notebooks with their solutions) into DIR/site; jupyter-book
    puts the pages in DIR/site/_build/html.
 
+   The site is sealed from the repository, which holds the solutions and the hidden
+   tests: no repository, issues, edit or launch button, no repository address for the
+   theme, no line of a page that names the repository. With ``--site-url`` the set-up
+   cell of every student notebook (written here, offered by the site, or by ``make otter``)
+   installs the library from ``<site>/ssmheads-<version>.tar.gz``, a source archive of
+   lib/ssmheads alone that is written next to the notebooks and into the site's root,
+   instead of from the repository; without it, it still installs from the repository
+   (the script says so). The student PDFs of ``make pdf-student`` (and ``make
+   pdf-chapters STUDENT=1``), when built, are offered from the introduction.
+
    When ``make otter`` has written Otter assignments (``--otter``, default _build/otter:
    tools/make_otter.py), the download button gives those student notebooks instead, the
    ones the instructor hands out and grades (``portable_notebooks: otter``). They must be
@@ -70,6 +80,10 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "_build" / "assignments"
+# The set-up cell's install source (tools/set_repository.py writes it): git+<repository URL>.
+_SETUP_SOURCE = re.compile(r'"git\+https?://[^"\s]+"')
+# The student PDFs of `make pdf-student` / `make pdf-chapters STUDENT=1`, which the students' site offers.
+STUDENT_PDFS = ("how-many-heads-student.pdf", "chapters/*-student.pdf")
 
 # An opening directive fence: ```{name} argument   or   :::{name} argument
 _OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w-]*)\}(?P<arg>.*)$")
@@ -350,6 +364,8 @@ def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAU
     numbers = exercise_numbers(book)
     for path in sorted(chapters.glob("*.ipynb")):
         nb, stats = student_notebook(nbformat.read(path, as_version=4), where=path.name, numbers=numbers)
+        if site_url:
+            seal_setup_cell(nb, site_url, root if (root / "_toc.yml").exists() else ROOT, where=path.name)
         if not myst:
             nb = portable.render_notebook(nb, book.docname_of(path), book, kind="student")[0]
         nbformat.validate(nb)
@@ -360,7 +376,103 @@ def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAU
             print(stats.line(str(_shown(target))))
     if not results:
         raise FileNotFoundError(f"no notebooks in {chapters}")
+    if site_url:    # what their set-up cells install, to publish at the root of the students' site
+        write_library_archive(out, root if (root / "_toc.yml").exists() else ROOT)
     return results
+
+
+# --------------------------------------------------------------------------- sealing
+
+def repository_url(root: Path = ROOT) -> str:
+    """``repository.url`` of the book's _config.yml (where the solutions and hidden tests live), or ''."""
+    import yaml
+
+    config = yaml.safe_load((Path(root) / "_config.yml").read_text()) or {}
+    return str((config.get("repository") or {}).get("url") or "").rstrip("/")
+
+
+def repository_marks(root: Path = ROOT) -> list[str]:
+    """What a link or a URL into the repository contains: ``ORG/REPO`` of github.com/ORG/REPO.
+
+    That string is in every address that leads there: the repository itself, its files,
+    ``git+https://...``, Binder's ``gh/ORG/REPO`` and Colab's ``github/ORG/REPO``. The
+    full site's GitHub Pages address (``ORG.github.io/REPO``) does not contain it.
+    """
+    url = repository_url(root)
+    path = re.sub(r"^[a-z+]+://[^/]+/", "", url).removesuffix(".git").strip("/")
+    return [path] if path.count("/") >= 1 else ([url] if url else [])
+
+
+def library_archive_name(root: Path = ROOT) -> str:
+    """The file name of the library's source archive that the students' site offers: ``ssmheads-1.0.0.tar.gz``."""
+    init = (Path(root) / "lib" / "ssmheads" / "__init__.py").read_text()
+    version = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", init, re.M).group(1)
+    return f"ssmheads-{version}.tar.gz"
+
+
+def library_archive_url(site_url: str, root: Path = ROOT) -> str:
+    """Where the students' site at ``site_url`` offers the library's source archive."""
+    return site_url.rstrip("/") + "/" + library_archive_name(root)
+
+
+LIBRARY_README = """\
+# ssmheads
+
+The library of the executable textbook *How Many Heads Make an SSM?*: attention and
+state-space models as interaction operators. This archive is the copy offered by the
+course's site; the student notebooks' first cell installs it with pip.
+"""
+
+
+def write_library_archive(folder: Path, root: Path = ROOT) -> Path:
+    """Write ``folder/ssmheads-<version>.tar.gz``: the library as a source archive that pip installs.
+
+    It holds ``pyproject.toml``, a short README and ``lib/ssmheads`` (no caches), nothing
+    else of the repository: no chapter, solution or hidden test, and no repository
+    address. The files' times are fixed, so the same library gives the same archive.
+    """
+    import io
+    import tarfile
+
+    root, folder = Path(root), Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / library_archive_name(root)
+    top = target.name.removesuffix(".tar.gz")
+    files = [(root / "pyproject.toml", "pyproject.toml")]
+    files += [(p, p.relative_to(root).as_posix()) for p in sorted((root / "lib" / "ssmheads").rglob("*"))
+              if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")]
+    when = 1767225600   # 2026-01-01: fixed (a wheel cannot hold times before 1980)
+
+    def add(archive, name: str, data: bytes) -> None:
+        info = tarfile.TarInfo(f"{top}/{name}")
+        info.size, info.mtime, info.mode = len(data), when, 0o644
+        archive.addfile(info, io.BytesIO(data))
+
+    import gzip
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        add(archive, "README.md", LIBRARY_README.encode())
+        for path, name in files:
+            add(archive, name, path.read_bytes())
+    with open(target, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=when, filename="") as z:
+        z.write(raw.getvalue())
+    return target
+
+
+def seal_setup_cell(nb, site_url: str, root: Path = ROOT, where: str = "notebook"):
+    """``nb`` (changed in place) with its set-up cell installing ``ssmheads`` from the students' site.
+
+    The chapters' set-up cell (cell 0) installs the library from the repository
+    (``git+https://github.com/ORG/REPO``), which holds the solutions and the hidden tests;
+    the students' notebooks install it from the archive the students' site offers
+    (:func:`write_library_archive`) instead. ``SSMHEADS_SOURCE`` still overrides it.
+    """
+    cell = nb.cells[0] if nb.cells else None
+    if cell is None or cell.cell_type != "code" or len(_SETUP_SOURCE.findall(cell.source)) != 1:
+        raise LayoutError(f"{where}: the first cell is not the set-up cell with one git+https:// install source")
+    cell.source = _SETUP_SOURCE.sub(f'"{library_archive_url(site_url, root)}"', cell.source)
+    return nb
 
 
 # --------------------------------------------------------------------------- the site
@@ -385,11 +497,17 @@ def _remove_from_toc(entries, drop: set[str]):
     return kept
 
 
-def stage_site_source(root: Path, stage: Path, avoid: tuple[Path, ...] = ()) -> None:
+def stage_site_source(root: Path, stage: Path, avoid: tuple[Path, ...] = (), site_url: str | None = None) -> None:
     """Copy the book to ``stage`` with solutions stripped from the chapters and no instructors' pages.
 
     Build outputs, environments and caches are not copied, nor ``stage`` itself
     and the folders in ``avoid`` (the output folder, when it lies inside the book).
+    Sealed from the repository: a line of a page that names the repository's address
+    (the introduction's BibTeX note) is left out, and with ``site_url`` the chapters'
+    set-up cells install the library from the students' site (:func:`seal_setup_cell`), so
+    the notebooks the site offers for download do too. The student PDFs that ``make
+    pdf-student`` (and ``make pdf-chapters STUDENT=1``) built are copied into the stage's
+    _build/pdf/, where book/_ext/pdf_book.py finds them and links them from the introduction.
     """
     import yaml
 
@@ -404,7 +522,20 @@ def stage_site_source(root: Path, stage: Path, avoid: tuple[Path, ...] = ()) -> 
     shutil.copytree(root, stage, ignore=ignore, symlinks=True)
     for path in sorted((root / "chapters").glob("*.ipynb")):
         nb, _ = strip_solutions(nbformat.read(path, as_version=4), where=path.name)
+        if site_url:
+            seal_setup_cell(nb, site_url, root, where=path.name)
         nbformat.write(nb, stage / "chapters" / path.name)
+    marks = repository_marks(root)
+    for page in sorted((stage / "book").rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").split("\n")
+        kept = [ln for ln in lines if not any(m in ln for m in marks)]
+        if len(kept) != len(lines):
+            page.write_text("\n".join(kept), encoding="utf-8")
+    for pattern in STUDENT_PDFS:
+        for pdf in sorted((root / "_build" / "pdf").glob(pattern)):
+            target = stage / "_build" / "pdf" / pdf.relative_to(root / "_build" / "pdf")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(pdf, target)
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     for key in ("parts", "chapters", "sections"):
         if key in toc:
@@ -489,6 +620,14 @@ def student_config(root: Path, target: Path, site_url: str | None = None, otter:
     for key in ("binderhub_url", "colab_url", "jupyterhub_url", "deepnote_url"):
         launch[key] = ""
     launch["thebe"] = False
+    # Sealed: the repository holds the solutions and the hidden tests. No repository, issues or
+    # edit button, and no address for the theme to link (jupyter-book's default would be its own).
+    config["repository"] = {**(config.get("repository") or {}), "url": ""}
+    html = config.setdefault("html", {})
+    for key in ("use_repository_button", "use_issues_button", "use_edit_page_button"):
+        html[key] = False
+    theme = config["sphinx"]["config"].setdefault("html_theme_options", {})
+    theme.pop("icon_links", None)
     target.write_text("# Generated by tools/make_assignments.py from _config.yml: solutions hidden, "
                       "stored outputs used\n" + yaml.safe_dump(config, sort_keys=False))
     return target
@@ -512,7 +651,7 @@ def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT, site_url: str
         shutil.rmtree(site)  # no stale pages from an earlier build
     with tempfile.TemporaryDirectory(prefix="student-site-") as tmp:
         stage = Path(tmp) / "book"
-        stage_site_source(root, stage, avoid=(out,))
+        stage_site_source(root, stage, avoid=(out,), site_url=site_url)
         command = [_jupyter_book(), "build", str(stage), "--config", str(config),
                    "--path-output", str(site), "--keep-going", "--quiet"]
         done = subprocess.run(command, capture_output=True, text=True)
@@ -525,6 +664,8 @@ def build_student_site(out: Path = DEFAULT_OUT, root: Path = ROOT, site_url: str
     if done.returncode != 0 or not index.exists():
         print((done.stdout + done.stderr)[-4000:], file=sys.stderr)
         raise RuntimeError(f"the student site did not build (exit {done.returncode}); log: {log}")
+    if site_url:    # what the notebooks' set-up cells install (seal_setup_cell)
+        write_library_archive(index.parent, root)
     return index
 
 
@@ -554,7 +695,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.site_url and not args.myst:
         full = _portable().Book(ROOT).base_url
         print(f"note: the student notebooks link to the full site, {full}, where every solution is a "
-              "click away; give --site-url with the address of the students' site to link there")
+              "click away, and their set-up cell installs the library from the repository "
+              f"({repository_url(ROOT) or 'repository.url'}), with the solutions and hidden tests; give "
+              "--site-url with the address of the students' site to link and install from there")
 
     start = time.perf_counter()
     results = make_student_notebooks(ROOT / "chapters", out, myst=args.myst, site_url=args.site_url)

@@ -534,7 +534,9 @@ INTRO = (
     "defined (`np`, `sh`, `systems`, a function defined in a cell above), not a result the "
     "chapter computed, and import anything else in your answer cell. Keep the stubs' function "
     "names, do not delete cells, and make sure the notebook runs from top to bottom: a stub that "
-    "never finishes, or stops the kernel, stops the grading of the whole notebook.")
+    "runs too long is stopped and loses its question's points, and one that stops the kernel "
+    "stops the grading of the whole notebook. Write your own code: an answer that uses the checks' "
+    "references, the library's private routines or the grader's code scores 0.")
 
 
 STUDENT_LINE = re.compile(r"Student version: the solutions are removed, .*?checks it\)\. ")
@@ -549,8 +551,12 @@ def _with_note(title: str) -> str:
 
 
 def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | None = None,
-                    seconds: float = QUESTION_SECONDS):
-    """The Otter master notebook of chapter ``path`` and its list of :class:`Question`."""
+                    seconds: float = QUESTION_SECONDS, site_url: str | None = None):
+    """The Otter master notebook of chapter ``path`` and its list of :class:`Question`.
+
+    With ``site_url`` (the students' site) the set-up cell installs the library from that
+    site, not from the repository (tools/make_assignments.py, ``seal_setup_cell``).
+    """
     path = Path(path)
     docname = book.docname_of(path)
     chapter = nbformat.read(path, as_version=4)
@@ -559,6 +565,8 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
     solutions = chapter_solutions(chapter, docname, book)
     student = portable.render_notebook(
         assignments.student_notebook(chapter, where=path.name, numbers=numbers)[0], docname, book, kind="student")[0]
+    if site_url:
+        assignments.seal_setup_cell(student, site_url, where=path.name)
     stubs = {label: code for c in chapter.cells if c.cell_type == "markdown"
              for label, code in assignments.split_exercise_stubs(c.source)[1]}
     config = {
@@ -774,7 +782,7 @@ def finish_student_notebook(path: Path, reference) -> None:
 def make_chapter(path: Path, out: Path, book, hidden_path: Path, hidden: dict, otter: Path,
                  site_url: str | None, seconds: float = QUESTION_SECONDS) -> tuple[list[Question], float]:
     stem = Path(path).stem
-    master, questions = master_notebook(path, book, hidden, seconds=seconds)
+    master, questions = master_notebook(path, book, hidden, seconds=seconds, site_url=site_url)
     folder = Path(out) / stem
     (folder / "master").mkdir(parents=True, exist_ok=True)
     master_path = folder / "master" / f"{stem}.ipynb"
