@@ -15,7 +15,8 @@ and one of exercises. Then the pages and the search index are read back:
   warning;
 * a folded cell that draws a figure says "Show the plotting code", other folded code
   "Show the code", a folded output "Show the output"; a label the cell chose stays;
-  the summaries carry no ``aria-label`` that would hide their text.
+  the summaries carry no ``aria-label`` that would hide their text; a cell that draws a
+  figure is folded without a tag (its outputs stay in view), unless tagged ``show-input``.
 """
 from __future__ import annotations
 
@@ -141,6 +142,8 @@ CH2 = {
                   mystnb={"code_prompt_show": "Show my thing", "code_prompt_hide": "Hide my thing"}),
         code_cell("out()", tags=["hide-output"], outputs=[TEXT]),
         code_cell("shown()", outputs=[TEXT]),
+        code_cell("plot_untagged()", outputs=[FIGURE, TEXT]),
+        code_cell("plot_kept_open()", tags=["show-input"], outputs=[FIGURE]),
     ],
 }
 
@@ -261,10 +264,15 @@ def test_folded_code_says_what_it_folds(small_book):
         ["Show my thing", "Hide my thing"],
         ["Show the output", "Hide the output"],
         [],
+        ["Show the plotting code", "Hide the plotting code"],  # a figure's code, folded untagged
+        [],                                                      # unless tagged show-input
     ], labels
     assert "Toggle hidden content" not in page
-    assert page.count('<details class="admonition hide') == 4
-    assert page.count("book-code-toggle") == 3  # the cell's own label keeps its toggle as it was
+    assert page.count('<details class="admonition hide') == 5
+    assert page.count("book-code-toggle") == 4  # the cell's own label keeps its toggle as it was
+    # the folded figure cell keeps its outputs in view: the figure and the printed text
+    untagged = next(cell for cell in cells if "plot_untagged" in cell)
+    assert untagged.index("</details>") < untagged.index("<img") and "42" in untagged.split("</details>")[1]
 
 
 def test_numbered_list_rejects_an_unknown_kind(tmp_path):

@@ -813,10 +813,21 @@ def tap_menu_self_link(page, url: str, problems: list[str]) -> None:
         open_page(page, url, wait_until="load")
 
 
+def settle(page) -> None:
+    """Wait until the page's scripts are idle (book.js fits formulas and marks scroll
+    boxes once MathJax is done): a tap is a reader's, not one queued behind start-up."""
+    try:
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => "
+                      "requestIdleCallback(() => r(), {timeout: 5000})))")
+    except PlaywrightError:
+        pass
+
+
 def tap_collapsed_titles(page, url: str, problems: list[str]) -> int:
     """Tap the middle of each collapsed block's title: each must open, and the page stay."""
     failures, opened = [], 0
     count = page.locator(".admonition.toggle").count()
+    settle(page)
     for i in range(count):
         if not page.evaluate(f"(i) => document.querySelectorAll('.admonition.toggle')[i].matches('{COLLAPSED}')", i):
             continue

@@ -14,7 +14,14 @@ hears neither what is folded nor whether it is open. Here:
   tells assistive technology whether it is open, and the summary takes the keyboard
   focus and opens with Enter or Space, as any ``<details>`` does.
 
-Only the site is concerned: the tags stay in the notebooks, so nbval, the portable
+A code cell that draws a figure (an image among its outputs) is folded on the site even
+without a tag, so that a figure's "What to notice" sits next to it and not after forty
+lines of plotting code (issue 25): its input is folded as ``hide-input`` would fold it,
+behind "Show the plotting code"; its outputs (the figure, any printed numbers) stay in
+view. A cell tagged ``show-input`` is left open, and ``book_fold_figure_code = False``
+turns this off.
+
+Only the site is concerned: the notebooks keep their tags, so nbval, the portable
 notebooks and the PDF are unaffected.
 """
 from __future__ import annotations
@@ -57,6 +64,26 @@ def what_it_folds(toggle: nodes.Element, cell: nodes.Element) -> str:
     return "output"
 
 
+class FoldFigureCode(SphinxPostTransform):
+    """Fold the input of every code cell that draws a figure, as ``hide-input`` does."""
+    default_priority = 198  # before myst-nb's HideInputCells (199), which makes the toggles
+    formats = ("html",)
+
+    def run(self, **kwargs):
+        if not self.config.book_fold_figure_code:
+            return
+        for cell in self.document.findall(nodes.container):
+            if (cell.get("nb_element") != "cell_code" or cell.get("hide_mode") or not cell.children
+                    or cell.children[0].get("nb_element") != "cell_code_source"
+                    or "tag_show-input" in cell.get("classes", []) or not draws_a_figure(cell)):
+                continue
+            cell["hide_mode"] = "input"
+            # myst-nb's own prompts (the book's, if it sets nb_code_prompt_*): relabelled
+            # below unless the book chose its own words
+            cell["prompt_show"] = getattr(self.config, "nb_code_prompt_show", MYSTNB_DEFAULT_SHOW + "{type}")
+            cell["prompt_hide"] = getattr(self.config, "nb_code_prompt_hide", MYSTNB_DEFAULT_HIDE + "{type}")
+
+
 class LabelCodeToggles(SphinxPostTransform):
     default_priority = 200  # after myst-nb's HideInputCells (199), which makes the toggles
     formats = ("html",)
@@ -94,6 +121,8 @@ def register(app):
 
 
 def setup(app):
+    app.add_config_value("book_fold_figure_code", True, "env")
+    app.add_post_transform(FoldFigureCode)
     app.add_post_transform(LabelCodeToggles)
     # after myst-nb has registered its own HTML visitor for the node
     app.connect("builder-inited", register)

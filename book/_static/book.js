@@ -233,15 +233,24 @@
   // then marked, so that the page is laid out once, not once per box (a chapter has
   // about a hundred code blocks and a thousand formulas; one layout per box made
   // opening a solution take seconds on a phone).
+  // A marked box has a gutter on each side (book.css: wider transparent borders), which
+  // narrows it: whether it has more to show is measured as if it had none, or a box
+  // marked once (say before the fonts loaded) would stay marked, its gutters making
+  // the overflow they announce.
   const measureMore = (box) => {
-    const visible = box.clientWidth;
+    const cs = getComputedStyle(box);
+    const borders = parseFloat(cs.borderLeftWidth) + parseFloat(cs.borderRightWidth) || 0;
+    const marked = box.hasAttribute("data-more");
+    const own = marked ? parseFloat(box.dataset.bookBorders) || 0 : borders;
+    const visible = box.clientWidth + (marked ? borders - own : 0);
     const wide = box.scrollWidth; // book.css keeps MathJax's hidden assistive copy out of it
-    if (wide <= visible + 1) return null;
+    if (wide <= visible + 1) return { more: null, own };
     const left = box.scrollLeft > 1;
-    const right = box.scrollLeft + visible < wide - 1;
-    return left && right ? "both" : left ? "left" : "right";
+    const right = box.scrollLeft + box.clientWidth < wide - 1;
+    return { more: left && right ? "both" : left ? "left" : "right", own };
   };
-  const applyMore = (box, more) => {
+  const applyMore = (box, { more, own }) => {
+    if (!box.hasAttribute("data-more")) box.dataset.bookBorders = own; // its borders without gutters
     if (!more) {
       if (box.hasAttribute("data-more")) box.removeAttribute("data-more");
       if (box.dataset.bookTabindex !== undefined) {
