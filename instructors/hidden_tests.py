@@ -1614,7 +1614,7 @@ def hidden_jacobian_norm(jacobian_norm):
 
     import ssmheads as sh
     from ssmheads import architectures as arch
-    from ssmheads.exercises.ch6 import _how_far
+    from ssmheads.exercises.ch6 import _CountedForward, _how_far
 
     assert jacobian_norm is not None, ("jacobian_norm is not defined: run the cell that defines it "
                                        "(keep its name jacobian_norm) before you submit")
@@ -1646,7 +1646,8 @@ def hidden_jacobian_norm(jacobian_norm):
         what = f"jacobian_norm on {label}"
         error = None
         try:
-            out = jacobian_norm(lambda Z, f=forward: f(Z), X.copy(), i, j)  # not the bound method: no layer
+            counted = _CountedForward(forward)  # no closure, no __self__; counts its calls
+            out = jacobian_norm(counted, X.copy(), i, j)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
         assert error is None, f"{what} raised {error}"
@@ -1658,6 +1659,10 @@ def hidden_jacobian_norm(jacobian_norm):
             got = None
         assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
         assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        d = X.shape[1]
+        assert counted.calls >= 2 * d, (
+            f"{what}: forward was called {counted.calls} times; central differences call it twice "
+            f"for each of the {d} coordinates of token j")
         hint = "; the layers are causal: y_i does not depend on x_j for j > i" if right == 0.0 else ""
         assert abs(got - right) <= 1e-5 * max(abs(right), 1e-3), (
             f"{what}: ||dy_i/dx_j|| {_how_far(got, right)}{hint}")

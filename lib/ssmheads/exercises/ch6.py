@@ -96,6 +96,26 @@ def check_delay_floor(delay_floor: Callable) -> CheckResult:
                 "right on 7 cases: H = 0, H = k = 4, H > k, one drawn anew")
 
 
+class _CountedForward:
+    """A layer's forward pass for a student's function: it counts its calls.
+
+    Not a closure and not a bound method, so ``forward.__closure__`` and ``forward.__self__``
+    do not exist; the check requires at least ``2 d`` calls (central differences perturb each
+    of the ``d`` coordinates of token ``j`` twice), so reading the layer's exact Jacobian
+    instead of differencing fails. (Determined digging through the garbage collector is not
+    prevented; that is a sandbox's job.)
+    """
+
+    __slots__ = ("_f", "calls")
+
+    def __init__(self, f: Callable):
+        self._f, self.calls = f, 0
+
+    def __call__(self, Z):
+        self.calls += 1
+        return self._f(np.array(Z, dtype=float))
+
+
 def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
     """Chapter 6, exercise "the bench's Jacobian by finite differences".
 
@@ -105,7 +125,7 @@ def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
     of ``d y_i / d x_j`` (a float), where ``forward`` maps an input ``X (n, d)`` to ``Y (n, p)``.
     It is checked on an LTI SSM (where the answer is ``||K_{i-j}||``), on softmax heads and on
     a Mamba layer (against their exact Jacobians), and on a pair ``j > i`` (zero: causality),
-    to a relative ``1e-5``.
+    to a relative ``1e-5``; ``forward`` must be called at least ``2 d`` times per case.
     """
     from .. import architectures as arch
     from ..gradients import jacobian
@@ -119,25 +139,30 @@ def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
     ssm = LinearSSM(s.A, s.B, s.C)
     X = rng.standard_normal((12, 2))
     K = lag_operators(s.A, s.B, s.C, 12)
-    cases.append(("the rotation SSM 0.8 R(0.7), i = 11, j = 4", (lambda Z: ssm.forward(Z), X, 11, 4), K[7], K[0] * 0))
-    cases.append(("the rotation SSM, i = 3, j = 7 (j > i)", (lambda Z: ssm.forward(Z), X, 3, 7), K[0] * 0, K[4]))
+    cases.append(("the rotation SSM 0.8 R(0.7), i = 11, j = 4", (_CountedForward(ssm.forward), X, 11, 4), K[7], K[0] * 0))
+    cases.append(("the rotation SSM, i = 3, j = 7 (j > i)", (_CountedForward(ssm.forward), X, 3, 7), K[0] * 0, K[4]))
     mha = random_attention(2, 3, seed=4)
     X = fresh.standard_normal((10, 3))
     J = jacobian(mha, X)
-    cases.append(("two softmax heads, i = 9, j = 2", (lambda Z: mha.forward(Z), X, 9, 2), J[9, 2], J[2, 9]))
-    cases.append(("two softmax heads, i = 5, j = 5 (the query path too)", (lambda Z: mha.forward(Z), X, 5, 5),
+    cases.append(("two softmax heads, i = 9, j = 2", (_CountedForward(mha.forward), X, 9, 2), J[9, 2], J[2, 9]))
+    cases.append(("two softmax heads, i = 5, j = 5 (the query path too)", (_CountedForward(mha.forward), X, 5, 5),
                   J[5, 5], J[5, 5]))
     g = rng.standard_normal
     mamba = arch.Mamba(g((3, 2)), 0.5 * g((3, 3)), g((4, 3)), g((4, 3)), g((3, 4)) * 0.3, g(3))
     X = fresh.standard_normal((8, 2))
     J = mamba.jacobian(X)
-    cases.append(("a Mamba layer, i = 7, j = 1", (lambda Z: mamba.forward(Z), X, 7, 1), J[7, 1], J[1, 7]))
+    cases.append(("a Mamba layer, i = 7, j = 1", (_CountedForward(mamba.forward), X, 7, 1), J[7, 1], J[1, 7]))
 
-    def test(block, swapped):
+    def test(block, swapped, forward, d):
         value = float(np.linalg.norm(block, 2))
 
         def check(out, label):
+            calls, forward.calls = forward.calls, 0
             got = float(_numeric(out, (), label))
+            if calls < 2 * d:
+                raise _Fail(f"{label}: forward was called {calls} times; central differences call it "
+                            f"twice for each of the {d} coordinates of token j (read the Jacobian from "
+                            "the layer's outputs, not from the layer)")
             if abs(got - value) <= 1e-5 * max(abs(value), 1e-3):
                 return
             near = lambda x, rtol=1e-4: abs(got - x) <= rtol * max(abs(x), 1e-3)
@@ -157,5 +182,6 @@ def check_jacobian_norm(jacobian_norm: Callable) -> CheckResult:
         return check
 
     return _run("Chapter 6: the bench's Jacobian by finite differences", jacobian_norm,
-                [(label, args, test(block, swapped)) for label, args, block, swapped in cases],
+                [(label, args, test(block, swapped, args[0], args[1].shape[1]))
+                 for label, args, block, swapped in cases],
                 "right to 1e-5 on an LTI SSM, softmax heads and Mamba; zero for j > i")
