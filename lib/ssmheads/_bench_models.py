@@ -105,22 +105,28 @@ def _lag_one_hot(n):
 
 
 def _attention_forward(P, X):
-    """Scores ``q_i . k_j / sqrt(d_k) + beta_h(i - j)`` over ``j <= i``, and a sink of score ``sigma_h``
-    and value 0: ``a_ij = e^{s_ij} / (sum_{m<=i} e^{s_im} + e^{sigma_h})``; ``y_i = sum_h W_O^h sum_j a_ij W_V^h x_j``."""
+    """Scores ``q_i . k_j / sqrt(d_k) + beta_h(i - j)`` over ``j <= i``,
+    and a sink of score ``sigma_h`` and value 0:
+    ``a_ij = e^{s_ij} / (sum_{m<=i} e^{s_im} + e^{sigma_h})``;
+    ``y_i = sum_h W_O^h sum_j a_ij W_V^h x_j``."""
     jnp = _jnp()
     H, dk, _ = P["W_Q"].shape
     n = X.shape[1]
     q = jnp.einsum("hkd,bnd->bhnk", P["W_Q"], X)
     k = jnp.einsum("hkd,bnd->bhnk", P["W_K"], X)
-    s = jnp.einsum("bhik,bhjk->bhij", q, k) / math.sqrt(dk) + jnp.einsum("ijl,hl->hij", _lag_one_hot(n),
-                                                                        P["bias"])[None]
+    content = jnp.einsum("bhik,bhjk->bhij", q, k) / math.sqrt(dk)
+    bias = jnp.einsum("ijl,hl->hij", _lag_one_hot(n), P["bias"])
+    s = content + bias[None]
     causal = np.tril(np.ones((n, n), dtype=bool))
     sink = P["sink"][None, :, None, None]
-    top = _stop_gradient(jnp.maximum(jnp.max(jnp.where(causal, s, -jnp.inf), axis=-1, keepdims=True), sink))
+    masked = jnp.where(causal, s, -jnp.inf)
+    row_max = jnp.max(masked, axis=-1, keepdims=True)
+    top = _stop_gradient(jnp.maximum(row_max, sink))
     e = jnp.where(causal, jnp.exp(s - top), 0.0)
     a = e / (jnp.sum(e, axis=-1, keepdims=True) + jnp.exp(sink - top))
     v = jnp.einsum("hqd,bnd->bhnq", P["W_V"], X)
-    return jnp.einsum("hpq,bhiq->bip", P["W_O"], jnp.einsum("bhij,bhjq->bhiq", a, v))
+    heads = jnp.einsum("bhij,bhjq->bhiq", a, v)
+    return jnp.einsum("hpq,bhiq->bip", P["W_O"], heads)
 
 
 def _stop_gradient(x):
@@ -281,8 +287,10 @@ def _s4d_init(rng, shape):
     }
 
 
-#: The step size of the controlled S4D run (``"s4d-dt32"``): with S4D-Lin's ``Im Lambda = pi m`` the modes
-#: ``exp(i pi m l / 32)`` are the discrete Fourier basis on 64 lags (Chapter 6).
+#: The step size of the controlled S4D run (``"s4d-dt32"``): every channel's step 1/32 instead of a
+#: log-uniform draw (the modes keep S4D-Lin's ``Im Lambda = pi m``; Chapter 6 shows that with
+#: ``Im Lambda = pi (m + 1/2)`` instead they span all real kernels on 64 lags, and that the
+#: trained control learns the delay).
 S4D_CONTROL_DT = 1.0 / 32
 
 
@@ -469,11 +477,15 @@ def _mamba2_forward(P, X):
     H = P["w_a"].shape[0]
     B_, n, _ = X.shape
     U = jnp.einsum("ed,bnd->bne", P["W_in"], X).reshape(B_, n, H, -1)
-    Delta = jax.nn.softplus(jnp.einsum("hd,bnd->bhn", P["w_a"], X) + P["dt_bias"][None, :, None])  # (B, H, n)
-    L = jnp.exp(_segsum(-jnp.exp(P["A_log"])[None, :, None] * Delta))  # (B, H, t, s): a_{s+1} ... a_t
-    CB = jnp.einsum("btm,bsm->bts", jnp.einsum("md,btd->btm", P["W_C"], X), jnp.einsum("md,bsd->bsm", P["W_B"], X))
-    Yh = jnp.einsum("bhts,bhs,bts,bshq->bthq", L, Delta, CB, U).reshape(B_, n, -1)
-    return jnp.einsum("pe,bne->bnp", P["W_out"], Yh)
+    gate = jnp.einsum("hd,bnd->bhn", P["w_a"], X)
+    Delta = jax.nn.softplus(gate + P["dt_bias"][None, :, None])  # (B, H, n)
+    # (B, H, t, s): the segment products a_{s+1} ... a_t
+    L = jnp.exp(_segsum(-jnp.exp(P["A_log"])[None, :, None] * Delta))
+    C = jnp.einsum("md,btd->btm", P["W_C"], X)
+    B = jnp.einsum("md,bsd->bsm", P["W_B"], X)
+    CB = jnp.einsum("btm,bsm->bts", C, B)
+    Yh = jnp.einsum("bhts,bhs,bts,bshq->bthq", L, Delta, CB, U)
+    return jnp.einsum("pe,bne->bnp", P["W_out"], Yh.reshape(B_, n, -1))
 
 
 def _mamba2_layer(P, shape):
