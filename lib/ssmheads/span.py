@@ -37,8 +37,8 @@ the relative rule alone can give ``k(64) = 2``, depending on the
 machine's rounding; the exact value is 1).
 A strongly non-normal ``A`` (``||A^l||`` far above ``rho(A)^l``) can do the same.
 So each prefix ``G_l`` of computed lags is counted against
-``rtol sigma_1(G_l) + tau_l``, where ``tau_l`` (:func:`_lag_floors`) is a bound,
-proved to first order in ``eps`` in :func:`_lag_rounding_bounds`, on
+``rtol sigma_1(G_l) + tau_l``, where ``tau_l`` (``_lag_floors``) is a bound,
+proved to first order in ``eps`` in ``_lag_rounding_bounds``, on
 ``||fl(G_l) - G_l||_2``. By Weyl's
 inequality a singular value above it belongs to the exact lags of the stored
 ``A``, ``B``, ``C`` (the relative part covers the SVD's own rounding), so no
@@ -224,7 +224,7 @@ def _rank_from(s: np.ndarray, rtol: float, floor: float = 0.0) -> int:
     ``s`` (r,) is sorted, largest first; ``rtol`` is a checked number
     in ``[0, 1)``. An empty or zero ``s`` counts 0 (all the matrices are
     zero, their span is ``{0}``). For computed lags, ``floor`` is a
-    bound on the rounding error of forming them (:func:`_lag_floors`),
+    bound on the rounding error of forming them (``_lag_floors``),
     added to the threshold.
     """
     if s.size == 0 or s[0] == 0.0:
@@ -386,7 +386,7 @@ def _lag_rounding_bounds(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) ->
 def _lag_floors(A: np.ndarray, B: np.ndarray, C: np.ndarray, n: int) -> np.ndarray:
     """``tau_l = (sum_(j<l) xi_j^2)^(1/2)`` for ``l = 1..n``: shape (n,), nondecreasing.
 
-    With ``xi_j`` from :func:`_lag_rounding_bounds`, ``tau_l`` bounds (to
+    With ``xi_j`` from ``_lag_rounding_bounds``, ``tau_l`` bounds (to
     first order in ``eps``) the Frobenius, hence the spectral, norm of
     ``fl(G_l) - G_l`` for the prefix
     ``G_l = [vec K_0, ..., vec K_(l-1)]``. By Weyl's inequality every singular
@@ -415,7 +415,7 @@ def _prefix_count(G: np.ndarray, length: int, p: int, d: int, rtol, floors=None)
     """The rule's count for the first ``length`` columns of ``G``.
 
     ``floors`` (n,), optional: ``floors[length - 1]`` is added to the
-    threshold (:func:`_lag_floors`).
+    threshold (``_lag_floors``).
     """
     floor = 0.0 if floors is None else float(floors[length - 1])
     return _rank_from(np.linalg.svd(G[:, :length], compute_uv=False), _tolerance(rtol, length, p, d), floor)
@@ -439,7 +439,7 @@ def _running_count(G: np.ndarray, p: int, d: int, rtol,
 
     ``G`` (p*d, n); ``rtol`` is a checked number, or ``None`` for the
     default tolerance of each prefix; ``floors`` (n,), optional, the
-    rounding floors of computed lags (:func:`_lag_floors`), added to
+    rounding floors of computed lags (``_lag_floors``), added to
     each prefix's threshold. The full matrix is counted first: when it
     reaches ``cap``, no prefix is visited. Otherwise the prefixes are
     searched by bisection over intervals of lengths ``[a, b]``, skipping
@@ -566,7 +566,7 @@ def lag_span_dimension(A, B, C, n: int, rtol: float | None = None) -> int:
     prefix ``G_l`` is counted against ``rtol sigma_1(G_l) + tau_l``, where
     ``tau_l`` bounds (to first order in ``eps``) the rounding error of
     forming its lags
-    (:func:`_lag_floors`), so rounding in the computed lags is never counted,
+    (``_lag_floors``), so rounding in the computed lags is never counted,
     whatever ``A`` (normal or not) and ``rtol``: lags that cancel to zero
     (``A = diag(0.5, 0.6, 0.7)``, ``B`` with three equal rows, ``C`` with
     columns ``u, -2u, u``: ``K_0 = K_1 = 0``) count 0, and up to the SVD's own

@@ -46,7 +46,7 @@ def operator_explorer_figure(layer: str = "softmax attention, 4 heads", n: int =
     Parameters
     ----------
     layer : str
-        One of :data:`LAYER_NAMES`: :data:`ssmheads.systems.GALLERY_NAMES`, ``"Elman RNN"``
+        One of ``LAYER_NAMES``: :data:`ssmheads.systems.GALLERY_NAMES`, ``"Elman RNN"``
         or ``"KAN layer"``.
     n : int
         Sequence length, ``1 <= n <= MAX_N`` (100).
