@@ -149,7 +149,7 @@ def check_ssm_gradient_profile(ssm_profile: Callable) -> CheckResult:
     The answer is a function ``ssm_profile(A, B, C, n)`` returning the spectral norms
     ``||d y_n / d x_{n-l}||`` for ``l = 0, ..., n-1`` (positions ``1..n``; in code, row
     ``n - 1`` and column ``n - 1 - l`` of the Jacobian): shape ``(n,)``. The library's
-    Jacobian and profile routines (:data:`PROFILE_ROUTINES`) are switched off while it runs.
+    Jacobian and profile routines (``PROFILE_ROUTINES``) are switched off while it runs.
     """
     from ..models import lag_operators
     from ..systems import jordan, random_stable, rotation
@@ -209,7 +209,7 @@ def check_delay_loss(delay_loss: Callable) -> CheckResult:
                 hint = "; divide by the value for K = 0, which is n - L"
             elif any(abs(got - value) <= 1e-9 * max(1.0, abs(value)) for value in off_by_one):
                 hint = ("; your weights are off by one: position i (0-based) sees the lags 0..i, so lag l "
-                        "is seen by the n - l positions i = l, ..., n - 1)")
+                        "is seen by the n - l positions i = l, ..., n - 1")
             raise _Fail(f"{label}: the loss should be {right:.6g}; got {got:.6g}{hint}")
         return check
 
