@@ -22,3 +22,13 @@ def pytest_configure(config):
 def _close_figures():
     yield
     plt.close("all")
+
+
+# Tests that run cases in forked children (the fuzz test, the limits test) go first:
+# a fork after JAX has started its threads (Chapter 6's bench tests import it) is
+# unsafe, and JAX warns, which the "every warning is an error" rule makes a failure.
+FORKING = ("test_fuzz.py", "test_limits.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: item.path.name not in FORKING)  # stable: the rest keep their order
