@@ -1646,7 +1646,7 @@ def hidden_jacobian_norm(jacobian_norm):
         what = f"jacobian_norm on {label}"
         error = None
         try:
-            counted = _CountedForward(forward)  # no closure, no __self__; counts its calls
+            counted = _CountedForward(forward)  # no attributes; read-only count
             out = jacobian_norm(counted, X.copy(), i, j)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
@@ -1661,8 +1661,8 @@ def hidden_jacobian_norm(jacobian_norm):
         assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
         d = X.shape[1]
         assert counted.calls >= 2 * d, (
-            f"{what}: forward was called {counted.calls} times; central differences call it twice "
-            f"for each of the {d} coordinates of token j")
+            f"{what}: forward was called {counted.calls} times; central differences need 2d = {2 * d} "
+            f"calls, at +eps and -eps for each of the {d} coordinates of token j")
         hint = "; the layers are causal: y_i does not depend on x_j for j > i" if right == 0.0 else ""
         assert abs(got - right) <= 1e-5 * max(abs(right), 1e-3), (
             f"{what}: ||dy_i/dx_j|| {_how_far(got, right)}{hint}")

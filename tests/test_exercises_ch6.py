@@ -123,6 +123,23 @@ def test_targeted_hints_for_the_floor():
     assert "share the heads keep" in check_delay_floor(lambda n, L, H: 1 - delay_floor(n, L, H)).message
 
 
+def test_the_forward_holds_nothing_and_its_count_is_read_only():
+    from ssmheads.exercises.ch6 import _FORWARDS, _CountedForward
+    from ssmheads.models import LinearSSM
+
+    ssm = LinearSSM(0.5 * np.eye(2), np.eye(2), np.eye(2))
+    forward = _CountedForward(ssm.forward)
+    X = np.ones((4, 2))
+    assert np.array_equal(forward(X), ssm.forward(X)) and forward.calls == 1
+    for name in ("_f", "__self__", "__closure__", "__dict__", "__wrapped__", "__func__"):
+        assert not hasattr(forward, name)
+    with pytest.raises(AttributeError):
+        forward.calls = 0
+    key = id(forward)
+    del forward
+    assert key not in _FORWARDS
+
+
 def test_the_layer_is_not_reachable_and_hints_for_the_jacobian():
     def via_self(forward, X, i, j):
         return float(np.linalg.norm(forward.__self__.jacobian(X)[i, j], 2))
@@ -144,7 +161,27 @@ def test_the_layer_is_not_reachable_and_hints_for_the_jacobian():
             cols.append((forward(X + step)[i] - y) / eps)
         return float(np.linalg.norm(np.stack(cols, axis=1), 2))
 
-    assert "called" in check_jacobian_norm(one_sided).message
+    message = check_jacobian_norm(one_sided).message
+    assert "central differences need 2d = 4 calls" in message and "from the layer" not in message
+
+    def overwrite_count(forward, X, i, j):  # the cheat of the third review
+        forward.calls = 10 ** 6
+        return 0.0
+
+    assert check_jacobian_norm(overwrite_count).status == FAILED
+
+    def via_private(forward, X, i, j):
+        layer = forward._f.__self__
+        return float(np.linalg.norm(layer.jacobian(X)[i, j], 2))
+
+    assert check_jacobian_norm(via_private).status == FAILED
+
+    def padded(forward, X, i, j):  # enough calls, but the layer is not reachable
+        for _ in range(2 * X.shape[1]):
+            forward(X)
+        return float(np.linalg.norm(forward.__self__.jacobian(X)[i, j], 2))
+
+    assert "AttributeError" in check_jacobian_norm(padded).message
 
     def swapped(forward, X, i, j):
         return jacobian_norm(forward, X, j, i)
