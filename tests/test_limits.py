@@ -381,3 +381,21 @@ def test_recurrences_refuse_sequences_longer_than_max_scan():
     _refused_at_once(lambda: retention.chunkwise_forward(X, 2), r"^X has 262145 tokens: chunk = 2 makes 131073 chunks")
     Y = retention.chunkwise_forward(X, 64)  # 4097 chunks
     assert Y.shape == X.shape and np.all(np.isfinite(Y))
+
+
+def test_bench_training_is_bounded_and_steps_to_checks_its_input():
+    """Chapter 6's trainer refuses more than MAX_STEPS Adam steps at once (a call of 10**9
+    steps would have trained for months), and steps_to refuses a curve or threshold it cannot judge
+    (a NaN curve or threshold answered None, 'never below', silently)."""
+    from ssmheads import bench
+    _refused_at_once(lambda: bench.train("s4d", "delay", 4, steps=bench.MAX_STEPS + 1),
+                     r"^steps must be at most 20000")
+    _refused_at_once(lambda: bench.sweep(["s4d"], [("delay", 4)], [0], steps=10**9), r"^steps must be at most")
+    for losses, threshold, message in (([1.0, np.nan], 0.1, r"^losses must be .* non-finite"),
+                                       ([], 0.1, r"^losses must be a nonempty"),
+                                       ([[1.0, 0.5]], 0.1, r"^losses must be a nonempty 1-D"),
+                                       ([1.0, 0.01], np.nan, r"^threshold must be a finite number"),
+                                       ([1.0, 0.01], "0.1", r"^threshold must be a finite number")):
+        with pytest.raises(ValueError, match=message):
+            bench.steps_to(losses, threshold)
+    assert bench.steps_to([1.0, 0.5, 0.05, 0.01], 0.1) == 2 and bench.steps_to([1.0, 0.5], 0.1) is None

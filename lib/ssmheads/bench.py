@@ -97,6 +97,7 @@ _LR = 0.01
 _BETAS = (0.9, 0.999)
 _EPS = 1e-8
 _STEPS = {"emulation": 500, "delay": 500, "selective-copy": 500}
+MAX_STEPS = 20_000  # Adam steps one call may take: 40 times the bench's 500, minutes of CPU, not days
 _BATCH = {"emulation": 16, "delay": 16, "selective-copy": 32}
 _TEST = 512  # sequences in the final test estimate
 _JACOBIAN_INPUTS = 8
@@ -278,9 +279,20 @@ class BenchResult:
 def steps_to(losses, threshold: float):
     """First index ``t`` with ``losses[t] < threshold``, or ``None``.
 
+    ``losses`` (steps + 1,) is a loss curve (finite values); ``threshold`` a finite number.
     Used in Chapter 6.
     """
-    below = np.flatnonzero(np.asarray(losses) < threshold)
+    try:
+        curve = np.asarray(losses, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"losses must be a 1-D array of finite numbers; got {type(losses).__name__}") from None
+    if curve.ndim != 1 or curve.size == 0 or not np.all(np.isfinite(curve)):
+        raise ValueError(f"losses must be a nonempty 1-D array of finite numbers; got shape {curve.shape}"
+                         + ("" if curve.size == 0 or np.all(np.isfinite(curve)) else " with non-finite entries"))
+    if isinstance(threshold, (bool, np.bool_)) or not isinstance(threshold, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(threshold):
+        raise ValueError(f"threshold must be a finite number; got {threshold!r}")
+    below = np.flatnonzero(curve < threshold)
     return int(below[0]) if below.size else None
 
 
@@ -447,6 +459,9 @@ def _check_run(architecture, task, distance, seed, steps):
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a nonnegative integer; got {seed!r}")
     steps = _STEPS[task] if steps is None else check_positive_int("steps", steps)
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be at most {MAX_STEPS} (one call trains in bounded time; "
+                         f"run several calls for more); got {steps}")
     return spec, task, L, int(seed), steps
 
 
