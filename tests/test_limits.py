@@ -399,3 +399,19 @@ def test_bench_training_is_bounded_and_steps_to_checks_its_input():
         with pytest.raises(ValueError, match=message):
             bench.steps_to(losses, threshold)
     assert bench.steps_to([1.0, 0.5, 0.05, 0.01], 0.1) == 2 and bench.steps_to([1.0, 0.5], 0.1) is None
+
+
+def test_bench_floor_and_results_file_checks(tmp_path):
+    """task_floor with more heads than the lags' p d dimensions is 0 (it allocated a curve
+    of 10**9 entries and named an internal H_max); save_results refuses what is not a list
+    of records and values JSON cannot hold (NaN was written as a bare NaN token)."""
+    from ssmheads import bench
+    assert bench.task_floor("delay", 4, 10**9) == 0.0 == bench.task_floor("delay", 4, 4)
+    assert 0.0 < bench.task_floor("delay", 4, 3) < bench.task_floor("delay", 4, 2)
+    with pytest.raises(ValueError, match=r"^records must be a list of dicts"):
+        bench.save_results(None, tmp_path / "r.json")
+    with pytest.raises(ValueError, match=r"^records and meta must hold finite numbers"):
+        bench.save_results([{"test_loss": float("nan")}], tmp_path / "r.json")
+    bench.save_results([{"architecture": "s4d", "losses": [1.0, 0.5]}], tmp_path / "r.json", {"steps": 1})
+    back = bench.load_results(tmp_path / "r.json")
+    assert back["meta"] == {"steps": 1} and back["runs"][0]["losses"].tolist() == [1.0, 0.5]

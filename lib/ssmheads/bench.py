@@ -223,8 +223,9 @@ def task_floor(task, distance, heads):
         return 0.0
     heads = check_positive_int("heads", heads, minimum=0)
     K = _target_lags(task, distance)
-    curve = head_count_curve(K, heads, white_noise_weights(_N))
-    return float(curve[heads] / curve[0])
+    H = min(heads, K.shape[1] * K.shape[2])  # the lags span at most p d dimensions: the tail is 0 beyond
+    curve = head_count_curve(K, H, white_noise_weights(_N))
+    return float(curve[H] / curve[0])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -524,9 +525,17 @@ def _record(r: BenchResult) -> dict:
 
 
 def save_results(records, path, meta=None) -> None:
-    """Write ``records`` (from :func:`sweep`) and ``meta`` to a JSON file."""
-    Path(path).write_text(json.dumps({"meta": meta or {}, "runs": records}, indent=None, separators=(",", ":"))
-                          + "\n")
+    """Write ``records`` (from :func:`sweep`) and ``meta`` to a JSON file (standard JSON: no NaN)."""
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"records must be a list of dicts (as sweep returns); got {type(records).__name__}")
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError(f"meta must be a dict or None; got {type(meta).__name__}")
+    try:
+        text = json.dumps({"meta": meta or {}, "runs": records}, indent=None, separators=(",", ":"),
+                          allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"records and meta must hold finite numbers, strings, lists and dicts only: {error}") from None
+    Path(path).write_text(text + "\n")
 
 
 def load_results(path=None) -> dict:
