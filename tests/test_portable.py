@@ -749,8 +749,8 @@ def test_links_point_to_anchors_of_the_built_site(chapter):
 
 @by_chapter
 def test_the_built_site_download_button_gives_the_portable_notebook(chapter):
-    html = built_site(ROOT / "tools" / "portable.py", ROOT / "book" / "_ext" / "portable_downloads.py",
-                      built="_sources/{docname}.ipynb")
+    html = built_site(ROOT / "tools" / "portable.py", ROOT / "tools" / "bookkit" / "core.py",
+                      ROOT / "book" / "_ext" / "portable_downloads.py", built="_sources/{docname}.ipynb")
     docname = BOOK.docname_of(chapter)
     page = (html / (docname + ".html")).read_text()
     link = f"_sources/{docname}.ipynb"
@@ -765,7 +765,7 @@ def cite_roles(chapter: Path) -> list[tuple[str, str]]:
 
 @by_chapter
 def test_citations_read_as_on_the_built_site(chapter):
-    html = built_site(ROOT / "tools" / "portable.py")
+    html = built_site(ROOT / "tools" / "portable.py", ROOT / "tools" / "bookkit" / "core.py")
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup((html / (BOOK.docname_of(chapter) + ".html")).read_text(), "html.parser")

@@ -58,25 +58,28 @@ Usage: python tools/make_assignments.py [--out DIR] [--no-site]   (default DIR: 
    current: made from the chapters as they are now and linking to the same ``--site-url``;
    otherwise this stops and says to run ``make otter`` again (or ``--no-otter``).
 
-The notebook part is importable (``make_student_notebooks``; ``student_notebook``
-gives the MyST student version) and needs nbformat, PyYAML and pybtex (for
-tools/portable.py); the site part (``build_student_site``) also needs jupyter-book.
+The notebook part is importable (``make_student_notebooks``; ``student_notebook``, from
+tools/bookkit/student.py, gives the MyST student version) and needs nbformat, PyYAML and
+pybtex (for tools/portable.py); the site part (``build_student_site``) also needs jupyter-book.
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
+
+import portable
+from bookkit.core import directive_blocks, exercise_numbers, file_hash  # noqa: F401  (this module's interface)
+from bookkit.student import (  # noqa: F401  (this module's interface: the MyST student version)
+    LayoutError, Stats, remove_solution_directives, split_exercise_stubs, strip_solutions,
+    student_notebook)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "_build" / "assignments"
@@ -84,13 +87,6 @@ DEFAULT_OUT = ROOT / "_build" / "assignments"
 _SETUP_SOURCE = re.compile(r'"git\+https?://[^"\s]+"')
 # The student PDFs of `make pdf-student` / `make pdf-chapters STUDENT=1`, which the students' site offers.
 STUDENT_PDFS = ("how-many-heads-student.pdf", "chapters/*-student.pdf")
-
-# An opening directive fence: ```{name} argument   or   :::{name} argument
-_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w-]*)\}(?P<arg>.*)$")
-_CLOSING = re.compile(r"^ {0,3}(`{3,}|:{3,})\s*$")
-_CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
-# A checked exercise's body starts with this mark (older chapters: "(checked)" in the title).
-_CHECKED_MARK = "✓ *Auto-checked.*"
 # The guide for instructors is not part of the students' site.
 INSTRUCTOR_PAGES = {"book/instructors"}
 # Never copied into the staged site source.
@@ -98,252 +94,7 @@ _NOT_STAGED = {".git", ".venv", ".venv-otter", "_build", ".pytest_cache", "__pyc
                ".mypy_cache", ".ruff_cache"}
 
 
-class LayoutError(ValueError):
-    """A notebook's exercises or solutions are laid out in a way this script does not handle."""
-
-
-@dataclass
-class Stats:
-    exercises: int = 0
-    stubs: int = 0
-    solutions_removed: int = 0
-    work_cells: int = 0
-
-    def line(self, name: str) -> str:
-        return (f"{name}: {self.exercises} exercises, {self.stubs} stubs moved to code cells, "
-                f"{self.work_cells} empty code cells for the others, "
-                f"{self.solutions_removed} solutions removed")
-
-
-# --------------------------------------------------------------------------- markdown blocks
-
-def _closes(line: str, fence: str) -> bool:
-    """Whether ``line`` is a closing fence for an opening ``fence`` (same character, at least as long)."""
-    s = line.strip()
-    return len(s) >= len(fence) and set(s) == {fence[0]}
-
-
-def directive_blocks(lines: list[str], name: str | None = None) -> list[tuple[int, int, str, str]]:
-    """Top-level directive blocks in markdown ``lines`` as ``(first, last, name, argument)``.
-
-    ``first`` is the opening fence line and ``last`` the closing one (inclusive);
-    for a fence left open, ``last`` is ``len(lines)``.
-    Only directives at the top level of the cell are returned (nested ones are
-    inside their parent's block); ``name`` filters by directive name.
-    """
-    blocks, i = [], 0
-    while i < len(lines):
-        m = _OPEN.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        fence = m.group("fence")
-        j = i + 1
-        while j < len(lines) and not _closes(lines[j], fence):
-            j += 1
-        # An unclosed fence runs to the end of the cell (CommonMark, and how MyST reads it):
-        # then ``last == len(lines)``, one past the final line.
-        if name is None or m.group("name") == name:
-            blocks.append((i, j, m.group("name"), m.group("arg").strip()))
-        i = j + 1
-    return blocks
-
-
-def _tidy(lines: list[str]) -> str:
-    """Join lines, with runs of blank lines collapsed to one and no blank lines at either end."""
-    text = "\n".join(lines)
-    text = re.sub(r"\n[ \t]*(\n[ \t]*)+\n", "\n\n", text)
-    return text.strip("\n")
-
-
-def remove_solution_directives(source: str) -> tuple[str, int]:
-    """``source`` without its ``{solution}`` blocks, and how many were removed."""
-    lines = source.split("\n")
-    blocks = directive_blocks(lines, "solution")
-    for first, last, _, _ in reversed(blocks):
-        del lines[first:last + 1]
-    return (_tidy(lines) if blocks else source), len(blocks)
-
-
-def _stub_in(body: list[str]) -> tuple[int, int] | None:
-    """The first indented code block of an exercise body that is valid Python, as ``(first, last)``."""
-    k = 0
-    while k < len(body):
-        line = body[k]
-        indented = line.startswith("    ") or line.startswith("\t")
-        if indented and line.strip() and (k == 0 or not body[k - 1].strip()):
-            end = k
-            while end + 1 < len(body) and (not body[end + 1].strip() or body[end + 1][:4] == "    "
-                                           or body[end + 1].startswith("\t")):
-                end += 1
-            while not body[end].strip():
-                end -= 1
-            code = textwrap.dedent("\n".join(body[k:end + 1]).expandtabs(4))
-            try:
-                ast.parse(code)
-            except SyntaxError:
-                k = end + 1
-                continue
-            return k, end
-        k += 1
-    return None
-
-
-def split_exercise_stubs(source: str) -> tuple[str, list[tuple[str, str]]]:
-    """Move the stub code blocks out of the ``{exercise}`` directives of a markdown cell.
-
-    Returns the markdown without the stubs and a list of ``(label, code)``, one
-    per exercise that has a stub, in order; ``code`` is dedented.
-    """
-    lines = source.split("\n")
-    found = []
-    for first, last, _, _ in directive_blocks(lines, "exercise"):
-        body = lines[first + 1:last]
-        label = next((b.split(":", 2)[2].strip() for b in body if b.startswith(":label:")), "")
-        span = _stub_in(body)
-        if span is None:
-            continue
-        a, b = first + 1 + span[0], first + 1 + span[1]
-        found.append((a, b, label, textwrap.dedent("\n".join(lines[a:b + 1]).expandtabs(4))))
-    if not found:
-        return source, []
-    for a, b, _, _ in reversed(found):
-        del lines[a:b + 1]
-        if a < len(lines) and _CLOSING.match(lines[a]) and not lines[a - 1].strip():
-            del lines[a - 1]  # no blank line left before the closing fence
-    return _tidy(lines), [(label, code) for _, _, label, code in found]
-
-
-def _starts_with(source: str, name: str) -> bool:
-    first = source.lstrip("\n").split("\n", 1)[0]
-    m = _OPEN.match(first)
-    return bool(m and m.group("name") == name)
-
-
-def _only_directive(source: str, name: str) -> bool:
-    """Whether markdown ``source`` is one ``{name}`` directive and nothing else."""
-    lines = source.split("\n")
-    blocks = directive_blocks(lines)
-    rest = [ln for k, ln in enumerate(lines) if not any(a <= k <= b for a, b, _, _ in blocks)]
-    return len(blocks) == 1 and blocks[0][2] == name and not any(ln.strip() for ln in rest)
-
-
-def _mentions(source: str, name: str) -> bool:
-    return any((m := _OPEN.match(line)) and m.group("name") == name for line in source.split("\n"))
-
-
 # --------------------------------------------------------------------------- notebooks
-
-def strip_solutions(nb, where: str = "notebook"):
-    """A copy of ``nb`` without its solutions (gated and directive), outputs kept; and the count removed."""
-    nb = nbformat.from_dict(nb)  # deep copy
-    cells, removed, inside = [], 0, False
-    for index, cell in enumerate(nb.cells):
-        md = cell.cell_type == "markdown"
-        if inside:
-            if md and _mentions(cell.source, "solution-end"):
-                if not _only_directive(cell.source, "solution-end"):
-                    raise LayoutError(f"{where}, cell {index}: the {{solution-end}} cell must hold only "
-                                      "the solution-end directive")
-                inside = False
-            continue
-        if md and _starts_with(cell.source, "solution-start"):
-            if _mentions(cell.source, "solution-end"):
-                raise LayoutError(f"{where}, cell {index}: a gated solution must end in a cell of its own")
-            inside, removed = True, removed + 1
-            continue
-        if md and (_mentions(cell.source, "solution-start") or _mentions(cell.source, "solution-end")):
-            raise LayoutError(f"{where}, cell {index}: {{solution-start}} must begin its cell, and "
-                              "{solution-end} must follow a {solution-start} cell")
-        if md:
-            cell.source, n = remove_solution_directives(cell.source)
-            removed += n
-            if n and not cell.source.strip():
-                continue
-        cells.append(cell)
-    if inside:
-        raise LayoutError(f"{where}: a {{solution-start}} has no {{solution-end}}")
-    nb.cells = cells
-    return nb, removed
-
-
-def _label(lines: list[str], first: int, last: int) -> str:
-    return next((ln.split(":", 2)[2].strip() for ln in lines[first + 1:last] if ln.startswith(":label:")), "")
-
-
-def _cell_id(prefix: str, label: str, fallback: int) -> str:
-    """A fixed cell id (not nbformat's random one), so that the same chapter gives the same file."""
-    return prefix + (re.sub(r"[^A-Za-z0-9_-]", "-", label)[:64 - len(prefix)] or str(fallback))
-
-
-def exercise_numbers(book) -> dict[str, str]:
-    """``{label: "1.5"}`` for the numbered exercises of a tools/portable.py ``Book``."""
-    return {label: t.numbered for label, t in book.labels.items() if t.kind == "exercise" and t.number}
-
-
-def student_notebook(nb, where: str = "notebook", numbers: dict[str, str] | None = None):
-    """The student version of chapter notebook ``nb`` (not modified) and its :class:`Stats`.
-
-    ``numbers`` (see :func:`exercise_numbers`) names the exercises in their empty code
-    cells ("# Exercise 1.5: your work"); without it, or for an exercise not in it, the
-    exercise's title is used.
-    """
-    numbers = numbers or {}
-    nb, removed = strip_solutions(nb, where)
-    stats = Stats(solutions_removed=removed)
-    cells = []
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            if "source-listing" not in cell.metadata.get("tags", []):
-                cell.outputs = []   # a listing keeps its output: the library's source, shown as text
-            cell.execution_count = None
-            cell.metadata.pop("execution", None)
-            for output in cell.outputs:
-                output.pop("execution_count", None) if output.get("output_type") != "execute_result" \
-                    else output.update(execution_count=None)
-        cells.append(cell)
-        if cell.cell_type != "markdown":
-            continue
-        lines = cell.source.split("\n")
-        exercises = directive_blocks(lines, "exercise")
-        stats.exercises += len(exercises)
-        cell.source, stubs = split_exercise_stubs(cell.source)
-        checked = sum("(checked)" in arg or _CHECKED_MARK in "\n".join(lines[a:b])
-                      for a, b, _, arg in exercises)
-        if checked > sum(bool(_CHECK_CALL.search(code)) for _, code in stubs):
-            print(f"warning: {where}: an exercise marked as checked has no stub ending in a check_... call",
-                  file=sys.stderr)
-        stubs = list(stubs)            # in the order of their exercises
-        for first, last, _, title in exercises:
-            label = _label(lines, first, last)
-            if stubs and stubs[0][0] == label:
-                stub = nbformat.v4.new_code_cell(stubs.pop(0)[1])
-                stub.metadata["exercise_stub"] = label
-                stub.id = _cell_id("stub-", label, stats.stubs)
-                cells.append(stub)
-                stats.stubs += 1
-                continue
-            name = numbers.get(label) or (f"“{title}”" if title else label)
-            work = nbformat.v4.new_code_cell(f"# Exercise {name}: your work (not auto-checked)\n")
-            work.metadata["exercise_work"] = label
-            work.id = _cell_id("work-", label, stats.work_cells)
-            cells.append(work)
-            stats.work_cells += 1
-        if stubs:
-            raise LayoutError(f"{where}: stubs left unplaced: {[label for label, _ in stubs]}")
-    nb.cells = cells
-    nb.metadata.pop("widgets", None)
-    return nb, stats
-
-
-def _portable():
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        import portable
-    finally:
-        sys.path.pop(0)
-    return portable
-
 
 def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT,
                            verbose: bool = True, myst: bool = False,
@@ -358,7 +109,6 @@ def make_student_notebooks(chapters: Path = ROOT / "chapters", out: Path = DEFAU
     out.mkdir(parents=True, exist_ok=True)
     results = {}
     chapters = Path(chapters)
-    portable = _portable()
     root = chapters.resolve().parent
     book = portable.Book(root if (root / "_toc.yml").exists() else ROOT, base_url=site_url)
     numbers = exercise_numbers(book)
@@ -564,13 +314,8 @@ def otter_notebooks(chapters: Path, otter_dir: Path, site_url: str | None = None
     paths = sorted(Path(chapters).glob("*.ipynb"))
     if not any((otter_dir / p.stem / "source.json").exists() for p in paths):
         return None
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        import make_otter   # imported here: it imports this module
-    finally:
-        sys.path.pop(0)
-    _sha256 = make_otter.file_hash
-    generator = _sha256(Path(make_otter.__file__))
+    # what make_otter.source_record hashes as the generator (not imported: make_otter imports this module)
+    generator = file_hash(Path(__file__).resolve().parent / "make_otter.py")
     problems = []
     for p in paths:
         record, notebook = otter_dir / p.stem / "source.json", otter_dir / p.stem / "student" / f"{p.stem}.ipynb"
@@ -578,7 +323,7 @@ def otter_notebooks(chapters: Path, otter_dir: Path, site_url: str | None = None
             problems.append(f"{p.stem}: no Otter student notebook")
             continue
         made = json.loads(record.read_text())
-        if made.get("chapter_sha256") != _sha256(p):
+        if made.get("chapter_sha256") != file_hash(p):
             problems.append(f"{p.stem}: the chapter changed after `make otter`")
         elif made.get("generator_sha256") != generator:
             problems.append(f"{p.stem}: tools/make_otter.py changed after `make otter`")
@@ -693,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.site_url and not re.match(r"^https?://[^\s/]+", args.site_url):
         parser.error(f"--site-url must be an http(s) address, not {args.site_url!r}")
     if not args.site_url and not args.myst:
-        full = _portable().Book(ROOT).base_url
+        full = portable.Book(ROOT).base_url
         print(f"note: the student notebooks link to the full site, {full}, where every solution is a "
               "click away, and their set-up cell installs the library from the repository "
               f"({repository_url(ROOT) or 'repository.url'}), with the solutions and hidden tests; give "

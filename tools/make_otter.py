@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import hashlib
 import importlib.util
 import inspect
 import json
@@ -69,6 +68,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exercise_catalogue as catalogue  # noqa: E402
 import make_assignments as assignments  # noqa: E402
 import portable  # noqa: E402
+from bookkit import core  # noqa: E402
+from bookkit.student import split_exercise_stubs, student_notebook  # noqa: E402
 
 sys.path.pop(0)
 
@@ -93,29 +94,23 @@ def chapter_solutions(nb, docname: str, book) -> dict[str, Solution]:
     """``{label: Solution}`` for every exercise of chapter notebook ``nb`` (MyST), text rendered portable."""
     renderer = portable.Renderer(book, docname, "reader")
     solutions: dict[str, Solution] = {}
-    gated = None
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown":
-            start, rest = portable._gated(cell.source)
-            if start is not None and start.name == "solution-start":
-                gated = start.arg.strip()
-                solutions[gated] = Solution()
-                if rest.strip():
-                    solutions[gated].text.append(renderer.render(rest))
-                continue
-            if start is not None and start.name == "solution-end":
-                gated = None
-                continue
-            if gated is not None:
-                solutions[gated].text.append(renderer.render(cell.source))
-                continue
+    for placed in core.gated_cells(nb.cells, docname, OtterError):
+        cell = placed.cell
+        if placed.role == "start":
+            solutions[placed.label] = Solution()
+            if placed.rest.strip():
+                solutions[placed.label].text.append(renderer.render(placed.rest))
+        elif placed.role == "inside":
+            if cell.cell_type == "markdown":
+                solutions[placed.label].text.append(renderer.render(cell.source))
+            else:
+                solutions[placed.label].code.append(cell.source)
+        elif placed.role == "outside" and cell.cell_type == "markdown":
             lines = cell.source.split("\n")
-            for first, last, _, arg in assignments.directive_blocks(lines, "solution"):
+            for first, last, _, arg in core.directive_blocks(lines, "solution"):
                 label = arg.strip()
                 body = [ln for ln in lines[first + 1:last] if not re.match(r"^:\w[\w-]*:", ln)]
                 solutions[label] = Solution(text=[renderer.render("\n".join(body).strip("\n"))])
-        elif gated is not None:
-            solutions[gated].code.append(cell.source)
     return solutions
 
 
@@ -212,7 +207,7 @@ def reference_answer(label: str, chapters: Path = ROOT / "chapters", namespace: 
     for path in sorted(Path(chapters).glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         stubs = {lab: code for c in nb.cells if c.cell_type == "markdown"
-                 for lab, code in assignments.split_exercise_stubs(c.source)[1]}
+                 for lab, code in split_exercise_stubs(c.source)[1]}
         if label not in stubs:
             continue
         name = _stub_function(stubs[label], label).name
@@ -231,15 +226,10 @@ def reference_answer(label: str, chapters: Path = ROOT / "chapters", namespace: 
 
 def _gated_code(nb, label: str) -> str:
     """The code of the solution cell of ``label`` that calls the check."""
-    inside = False
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            start, _ = portable._gated(cell.source)
-            if start is not None:
-                inside = start.name == "solution-start" and start.arg.strip() == label
-            continue
-        if inside and _calls_check(ast.parse(cell.source)):
-            return cell.source
+    for placed in core.gated_cells(nb.cells, label, OtterError):
+        if placed.role == "inside" and placed.label == label and placed.cell.cell_type == "code" \
+                and _calls_check(ast.parse(placed.cell.source)):
+            return placed.cell.source
     raise OtterError(f"{label}: no solution cell calls its check_... function")
 
 
@@ -560,15 +550,15 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
     path = Path(path)
     docname = book.docname_of(path)
     chapter = nbformat.read(path, as_version=4)
-    numbers = assignments.exercise_numbers(book)
+    numbers = core.exercise_numbers(book)
     exercises = {e.label: e for e in catalogue.read_chapter(path)}
     solutions = chapter_solutions(chapter, docname, book)
     student = portable.render_notebook(
-        assignments.student_notebook(chapter, where=path.name, numbers=numbers)[0], docname, book, kind="student")[0]
+        student_notebook(chapter, where=path.name, numbers=numbers)[0], docname, book, kind="student")[0]
     if site_url:
         assignments.seal_setup_cell(student, site_url, where=path.name)
     stubs = {label: code for c in chapter.cells if c.cell_type == "markdown"
-             for label, code in assignments.split_exercise_stubs(c.source)[1]}
+             for label, code in split_exercise_stubs(c.source)[1]}
     config = {
         "name": name or path.stem,
         "init_cell": False, "check_all_cell": False, "export_cell": False,
@@ -720,8 +710,7 @@ def otter_command(otter: Path | None = None) -> Path:
     return path
 
 
-def file_hash(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+file_hash = core.file_hash   # the SHA-256 of a file (what the notebooks were made from)
 
 
 def source_record(chapter: Path, hidden: Path, site_url: str | None) -> dict:

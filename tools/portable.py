@@ -42,7 +42,8 @@ checkable with nbval):
   environments and ``{math}`` directives are wrapped in ``$$``; ``{math}`` roles become
   ``$...$``; ``(label)=`` targets are dropped; headings get the site's section numbers.
 
-Numbers are computed here, not read from a build: chapter N is the N-th entry of the
+Numbers are computed by the book's model (tools/bookkit/core.py), not read from a build:
+chapter N is the N-th entry of the
 numbered part of _toc.yml, and theorems (per kind), exercises, figures, labelled equations
 and sections are counted in document order within each chapter, as sphinx-proof,
 sphinx-exercise and Sphinx number them. ``book/_ext/portable_downloads.py`` compares
@@ -55,7 +56,7 @@ Pages address of ``repository.url`` (github.com/ORG/REPO -> https://ORG.github.i
 tools/make_assignments.py --site-url).
 
 A *student* rendering (``--student``) is made from the student version of a chapter
-(tools/make_assignments.py: solutions removed, a code cell after each exercise (its stub,
+(tools/bookkit/student.py: solutions removed, a code cell after each exercise (its stub,
 or an empty one), outputs cleared); any solution left is dropped. Importable: ``Book``, ``render_notebook``,
 ``portable_notebook``, ``write_all``. Needs nbformat, PyYAML and pybtex.
 """
@@ -68,36 +69,25 @@ import posixpath
 import re
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from bookkit import student as _student
+from bookkit.core import (  # noqa: F401  (the model of the book; its names stay importable from here)
+    AMS_ENVIRONMENTS, BARE_ENV, CODE_FENCE, HEADING, PRF_KINDS, Block, Book, BookError, Page, Target,
+    closes, exercise_numbers, figure_options, gated_cells, gated_directive, heading_levels,
+    markdown_cells, page_items, parse, shows_image, site_base_url, tidy)
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "notebooks"
 
-# sphinx-proof's directives with a numbered, titled box (all but proof).
-PRF_KINDS = ("axiom", "theorem", "lemma", "algorithm", "definition", "remark", "conjecture",
-             "corollary", "criterion", "example", "property", "observation", "proposition",
-             "assumption", "notation")
 # Admonition directives with a fixed title.
 ADMONITIONS = {"note": "Note", "tip": "Tip", "hint": "Hint", "important": "Important",
                "warning": "Warning", "caution": "Caution", "attention": "Attention",
                "danger": "Danger", "error": "Error", "seealso": "See also"}
-AMS_ENVIRONMENTS = ("equation", "multline", "gather", "align", "alignat", "flalign",
-                    "eqnarray")
-
-# ```{name} argument   or   :::{name} argument
-DIRECTIVE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w:-]*)\}(?P<arg>.*)$")
-CODE_FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-OPTION = re.compile(r"^:(?P<key>[A-Za-z][\w-]*):(?:\s+(?P<value>.*?))?\s*$")
-TARGET = re.compile(r"^ {0,3}\((?P<label>[^()\s]+)\)=\s*$")
-HEADING = re.compile(r"^ {0,3}(?P<hashes>#{1,6})\s+(?P<text>.*?)(?:\s+#+)?\s*$")
-MATH_LABEL = re.compile(r"^\$\$\s*\((?P<label>[^()\s]+)\)\s*$")
-ONE_LINE_MATH = re.compile(r"^\$\$(?P<body>.+?)\$\$\s*(?:\((?P<label>[^()\s]+)\))?\s*$")
 # Bare starred environments that become their inner form inside $$ \begin{equation*} ... $$.
 INNER_ENVIRONMENTS = {"align*": "aligned", "gather*": "gathered", "alignat*": "alignedat"}
-BARE_ENV = re.compile(r"^\s*\\begin\{(?P<env>(?:%s)\*?)\}" % "|".join(AMS_ENVIRONMENTS))
 # A role, or an inline code span (left as it is).
 INLINE = re.compile(r"\{(?P<role>[A-Za-z][\w:+-]*)\}(?P<ticks>`+)(?P<content>.+?)(?P=ticks)(?!`)"
                     r"|(?P<cticks>`+)(?P<code>.+?)(?P=cticks)(?!`)", re.S)
@@ -114,387 +104,10 @@ BREAKS = {CELL_BREAK: "text", SOLUTION_BREAK: "solution", SOLUTION_BODY: "soluti
 COLLAPSED = "jp-MarkdownHeadingCollapsed"
 
 
-class PortableError(ValueError):
-    """The source uses MyST that this tool cannot render, or a reference it cannot resolve."""
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-@dataclass
-class Block:
-    """One top-level element of a markdown text."""
-    kind: str                          # directive | code | math | target | text
-    lines: list[str]                   # the source lines (text: one line)
-    name: str = ""                     # directive name
-    arg: str = ""                      # directive argument
-    options: dict = field(default_factory=dict)
-    body: list[str] = field(default_factory=list)   # directive body, math content
-    label: str = ""                    # target, labelled math
-    indent: str = ""                   # math: the indentation of its $$ lines
-
-
-def _closing(line: str, fence: str) -> bool:
-    s = line.strip()
-    return len(s) >= len(fence) and set(s) == {fence[0]}
-
-
-def _options(body: list[str]) -> tuple[dict, list[str]]:
-    """A directive's options (``:key: value`` lines or a ``---`` YAML block) and the rest of its body."""
-    options, k = {}, 0
-    if body and body[0].strip() == "---":
-        import yaml
-        end = next((j for j in range(1, len(body)) if body[j].strip() == "---"), None)
-        if end is None:
-            raise PortableError("a directive's YAML options block has no closing ---")
-        options = yaml.safe_load("\n".join(body[1:end])) or {}
-        k = end + 1
-    else:
-        while k < len(body) and (m := OPTION.match(body[k])):
-            options[m.group("key")] = (m.group("value") or "").strip()
-            k += 1
-    rest = body[k:]
-    while rest and not rest[0].strip():
-        rest = rest[1:]
-    while rest and not rest[-1].strip():
-        rest = rest[:-1]
-    return options, rest
-
-
-def parse(lines: list[str]) -> list[Block]:
-    """Split markdown ``lines`` into top-level blocks (directive bodies are not parsed here)."""
-    blocks, i, n = [], 0, len(lines)
-    while i < n:
-        line = lines[i]
-        if m := DIRECTIVE.match(line):
-            fence = m.group("fence")
-            j = i + 1
-            while j < n and not _closing(lines[j], fence):
-                j += 1
-            options, body = _options(lines[i + 1:j])
-            blocks.append(Block("directive", lines[i:j + 1], name=m.group("name"),
-                                arg=m.group("arg").strip(), options=options, body=body))
-            i = j + 1
-            continue
-        if (m := CODE_FENCE.match(line)) and not (m.group("fence")[0] == "`" and "`" in m.group("info")):
-            fence = m.group("fence")
-            j = i + 1
-            while j < n and not _closing(lines[j], fence):
-                j += 1
-            blocks.append(Block("code", lines[i:j + 1]))
-            i = j + 1
-            continue
-        stripped = line.strip()
-        if stripped.startswith("$$"):
-            indent = line[:len(line) - len(line.lstrip())]
-            if m := ONE_LINE_MATH.match(stripped):
-                blocks.append(Block("math", [line], body=[m.group("body").strip()],
-                                    label=m.group("label") or "", indent=indent))
-                i += 1
-                continue
-            first = stripped[2:].strip()
-            j = i + 1
-            while j < n and "$$" not in lines[j]:
-                j += 1
-            if j == n:
-                raise PortableError(f"a $$ display equation is not closed: {line!r}")
-            last = lines[j].strip()
-            before, _, after = last.partition("$$")
-            label = ""
-            if after.strip():
-                lm = re.fullmatch(r"\s*\((?P<label>[^()\s]+)\)\s*", after)
-                if not lm:
-                    raise PortableError(f"text after a closing $$: {lines[j]!r}")
-                label = lm.group("label")
-            body = ([first] if first else []) + [ln for ln in lines[i + 1:j]] + ([before] if before.strip() else [])
-            blocks.append(Block("math", lines[i:j + 1], body=body, label=label, indent=indent))
-            i = j + 1
-            continue
-        if m := TARGET.match(line):
-            blocks.append(Block("target", [line], label=m.group("label")))
-            i += 1
-            continue
-        if BARE_ENV.match(line):
-            env = BARE_ENV.match(line).group("env")
-            j = i
-            while j < n and f"\\end{{{env}}}" not in lines[j]:
-                j += 1
-            if j == n:
-                raise PortableError(f"\\begin{{{env}}} is not closed")
-            indent = line[:len(line) - len(line.lstrip())]
-            blocks.append(Block("math", lines[i:j + 1], body=lines[i:j + 1], indent=indent,
-                                name="bare"))
-            i = j + 1
-            continue
-        blocks.append(Block("text", [line]))
-        i += 1
-    return blocks
-
-
-# --------------------------------------------------------------------------- the book
-
-
-@dataclass
-class Target:
-    """Something a reference can point to, with the number and title the site shows."""
-    label: str
-    kind: str            # a PRF kind, exercise, solution, equation, section, target
-    docname: str
-    number: tuple | None
-    title: str = ""
-    anchor: str = ""
-    exercise: str = ""   # solution: the label of its exercise
-
-    @property
-    def numbered(self) -> str:
-        return ".".join(map(str, self.number)) if self.number else ""
-
-
-@dataclass
-class Page:
-    docname: str
-    path: Path
-    number: tuple | None          # chapter number, e.g. (3,), None if not numbered
-    title: str = ""
-    sections: list = field(default_factory=list)  # (level, number or None, title) in order
-    exercises: list = field(default_factory=list)  # labels of exercises, in order
-
-
-def _strip_front_matter(text: str) -> str:
-    if text.startswith("---\n"):
-        end = text.find("\n---", 4)
-        if end != -1:
-            return text[end + 4:].lstrip("\n")
-    return text
-
-
-def figure_options(cell) -> tuple[str, str] | None:
-    """``(label, caption)`` of a figure cell (myst-nb's ``mystnb.figure`` metadata), else None.
-
-    Sphinx numbers a figure that has both a caption and a label; book/_ext/book_figures.py
-    makes the cell's image output that figure (a cell without an image has none, unless
-    it is a student version, whose outputs are cleared).
-    """
-    if cell.get("cell_type") != "code":
-        return None
-    figure = (cell.get("metadata", {}).get("mystnb", {}) or {}).get("figure") or {}
-    name, caption = str(figure.get("name", "")).strip(), str(figure.get("caption", "")).strip()
-    return (name, caption) if name and caption else None
-
-
-def _shows_image(cell) -> bool:
-    return any(m.startswith("image/") for out in cell.get("outputs", []) for m in out.get("data", {}))
-
-
-def page_items(path: Path) -> list[tuple[str, object]]:
-    """A page's markdown and figures in document order: ``("markdown", text)``, ``("figure", (label, caption))``."""
-    if path.suffix != ".ipynb":
-        return [("markdown", text) for text in markdown_cells(path)]
-    items = []
-    for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "markdown":
-            items.append(("markdown", cell.source))
-        elif (figure := figure_options(cell)) and _shows_image(cell):
-            items.append(("figure", figure))
-    return items
-
-
-def markdown_cells(path: Path) -> list[str]:
-    """The markdown of a page: its markdown cells (a notebook) or its text (a .md file)."""
-    if path.suffix == ".ipynb":
-        nb = nbformat.read(path, as_version=4)
-        return [c.source for c in nb.cells if c.cell_type == "markdown"]
-    return [_strip_front_matter(path.read_text())]
-
-
-def site_base_url(config: dict) -> str | None:
-    """The site's address: html.baseurl, else the GitHub Pages address of repository.url."""
-    base = (config.get("html") or {}).get("baseurl")
-    if base:
-        return base.rstrip("/") + "/"
-    url = (config.get("repository") or {}).get("url") or ""
-    m = re.match(r"^(?:https?://)?(?:www\.)?github\.com/(?P<org>[^/\s]+)/(?P<repo>[^/\s]+?)(?:\.git)?/?$", url)
-    if m:
-        return f"https://{m.group('org').lower()}.github.io/{m.group('repo')}/"
-    return None
-
-
-class Book:
-    """Every page of a book (from its _toc.yml) with the numbers and titles the site shows."""
-
-    def __init__(self, root: Path = ROOT, base_url: str | None = None):
-        """``base_url``: the site the links point to, if not the book's own (e.g. the students' site)."""
-        import yaml
-
-        self.root = Path(root)
-        self.config = yaml.safe_load((self.root / "_config.yml").read_text()) or {}
-        self.toc = yaml.safe_load((self.root / "_toc.yml").read_text()) or {}
-        self.base_url = (base_url.rstrip("/") + "/") if base_url else site_base_url(self.config)
-        self.title = self.config.get("title", "")
-        self.pages: dict[str, Page] = {}
-        self.labels: dict[str, Target] = {}
-        self.root_doc = self._docname(self.toc.get("root", "index"))
-        multitoc = (self.config.get("html") or {}).get("use_multitoc_numbering", True)
-        self._add(self.root_doc, None)
-        counter = [0]
-        for part in self.toc.get("parts", []) or [{"chapters": self.toc.get("chapters", [])}]:
-            numbered = bool(part.get("numbered"))
-            if numbered and not multitoc:
-                counter = [0]
-            for entry in part.get("chapters", []) or []:
-                self._entry(entry, numbered, counter, ())
-        for page in self.pages.values():
-            self._index(page)
-        self._bib = None
-
-    # -- the table of contents
-
-    @staticmethod
-    def _docname(name: str) -> str:
-        return re.sub(r"\.(ipynb|md)$", "", str(name)).strip("/")
-
-    def _entry(self, entry: dict, numbered: bool, counter: list, prefix: tuple):
-        if "file" not in entry:
-            return
-        number = None
-        if numbered:
-            counter[-1] += 1
-            number = prefix + (counter[-1],)
-        self._add(self._docname(entry["file"]), number)
-        sub = [0]
-        for section in entry.get("sections", []) or []:
-            self._entry(section, numbered, sub, number or ())
-
-    def _add(self, docname: str, number: tuple | None):
-        for suffix in (".ipynb", ".md"):
-            path = self.root / (docname + suffix)
-            if path.exists():
-                self.pages[docname] = Page(docname, path, number)
-                return
-        raise PortableError(f"_toc.yml lists {docname}, which is neither a .ipynb nor a .md file")
-
-    # -- labels and numbers, in document order
-
-    def _index(self, page: Page):
-        counts: dict[str, int] = {}
-        state = {"pending": [], "levels": []}
-
-        def count(kind: str) -> tuple | None:
-            if page.number is None:
-                return None
-            counts[kind] = counts.get(kind, 0) + 1
-            return page.number + (counts[kind],)
-
-        def add(target: Target):
-            if target.label in self.labels:
-                other = self.labels[target.label]
-                raise PortableError(f"label {target.label!r} is defined twice ({other.docname}, {page.docname})")
-            self.labels[target.label] = target
-
-        def walk(lines: list[str], top: bool):
-            for block in parse(lines):
-                if block.kind == "target":
-                    state["pending"].append(block.label)
-                    continue
-                if block.kind == "text" and not block.lines[0].strip():
-                    continue
-                pending, state["pending"] = state["pending"], []
-                if block.kind == "text" and top and (m := HEADING.match(block.lines[0])):
-                    title, level = m.group("text"), len(m.group("hashes"))
-                    number = self._section_number(page, level, state["levels"])
-                    if level == 1 and not page.title:
-                        page.title = title
-                    page.sections.append((level, number, title))
-                    for label in pending:
-                        add(Target(label, "section", page.docname, number, title, label))
-                    continue
-                for label in pending:
-                    add(Target(label, "target", page.docname, None, "", label))
-                if block.kind == "math" and block.label:
-                    add(Target(block.label, "equation", page.docname, count("displaymath"), "",
-                               "equation-" + block.label))
-                if block.kind != "directive":
-                    continue
-                name, options = block.name, block.options
-                label = str(options.get("label", "")).strip()
-                kind = name.split(":", 1)[1] if name.startswith("prf:") else name
-                if name.startswith("prf:") and kind in PRF_KINDS:
-                    number = None if "nonumber" in options else count(kind)
-                    if label:
-                        add(Target(label, kind, page.docname, number, block.arg, label))
-                elif name in ("exercise", "exercise-start"):
-                    number = None if "nonumber" in options else count("exercise")
-                    if label:
-                        add(Target(label, "exercise", page.docname, number, block.arg, label))
-                        page.exercises.append(label)
-                elif name in ("solution", "solution-start"):
-                    if label:
-                        add(Target(label, "solution", page.docname, None, "", label, exercise=block.arg))
-                elif name == "math" and label:
-                    add(Target(label, "equation", page.docname, count("displaymath"), "",
-                               "equation-" + label))
-                elif name.startswith("prf:") and kind != "proof":
-                    raise PortableError(f"{page.docname}: unknown sphinx-proof directive {{{name}}}")
-                walk(block.body, False)
-
-        for kind, item in page_items(page.path):
-            if kind == "figure":
-                label, caption = item
-                add(Target(label, "figure", page.docname, count("figure"), caption, label))
-            else:
-                walk(item.split("\n"), True)
-
-    @staticmethod
-    def _section_number(page: Page, level: int, levels: list) -> tuple | None:
-        """The site's number of a heading at ``level`` (h1 is the page; h2 is N.1, h3 N.1.1, ...)."""
-        if level == 1:
-            levels.clear()
-            return page.number
-        depth = level - 1
-        while len(levels) < depth:
-            levels.append(0)
-        del levels[depth:]
-        levels[depth - 1] += 1
-        for k in range(depth - 1):
-            levels[k] = max(levels[k], 1)
-        return page.number + tuple(levels) if page.number else None
-
-    # -- addresses
-
-    def url(self, docname: str, anchor: str = "") -> str | None:
-        if not self.base_url:
-            return None
-        return self.base_url + docname + ".html" + (f"#{anchor}" if anchor else "")
-
-    def docname_of(self, path: Path) -> str:
-        """The docname of a page's file (chapters/03_head_count.ipynb -> chapters/03_head_count)."""
-        try:
-            rel = Path(path).resolve().relative_to(self.root.resolve())
-        except ValueError:
-            rel = None
-        if rel is not None and self._docname(rel.as_posix()) in self.pages:
-            return self._docname(rel.as_posix())
-        stem = Path(path).stem
-        found = [d for d in self.pages if d.rsplit("/", 1)[-1] == stem]
-        if len(found) == 1:
-            return found[0]
-        raise PortableError(f"{path} is not a page of the book in {self.root}")
-
-    def chapters(self) -> list[Page]:
-        """The pages that are notebooks, in table-of-contents order."""
-        return [p for p in self.pages.values() if p.path.suffix == ".ipynb"]
-
-    # -- bibliography
-
-    def bibliography(self):
-        if self._bib is None:
-            from pybtex.database import parse_file
-            files = self.config.get("bibtex_bibfiles") or []
-            entries = {}
-            for name in files:
-                entries.update(parse_file(str(self.root / name)).entries)
-            self._bib = entries
-        return self._bib
+# The error of the book's tools (bookkit.core.BookError), by the name this module has always raised.
+PortableError = BookError
+# Kept for callers that used this module's helpers (they live in bookkit.core).
+_heading_levels, _gated = heading_levels, gated_directive
 
 
 # --------------------------------------------------------------------------- citations
@@ -718,13 +331,13 @@ class Renderer:
         pieces, kind, current = [], "text", []
         for line in self.render_lines(text.split("\n"), top=True):
             if line in BREAKS:
-                if _tidy(current).strip():
-                    pieces.append((kind, _tidy(current)))
+                if tidy(current).strip():
+                    pieces.append((kind, tidy(current)))
                 kind, current = BREAKS[line], []
             else:
                 current.append(line)
-        if _tidy(current).strip():
-            pieces.append((kind, _tidy(current)))
+        if tidy(current).strip():
+            pieces.append((kind, tidy(current)))
         return pieces
 
     def render_lines(self, lines: list[str], top: bool = False) -> list[str]:
@@ -877,7 +490,7 @@ class Renderer:
             return None
         t = self.book.labels.get(figure[0])
         if t is None or t.kind != "figure" or t.docname != self.docname:
-            if not _shows_image(cell):
+            if not shows_image(cell):
                 return None     # a student version's figure cell whose source drew nothing
             raise PortableError(f"{self.docname}: figure {figure[0]!r} is not numbered in the book")
         number = f" {t.numbered}" if t.number else ""
@@ -899,12 +512,6 @@ class Renderer:
         labels = [f"{cite_names(e, full=True)}, {cite_year(e)}" if labels.count(label) > 1 else label
                   for e, label in zip(entries, labels)]
         return "\n".join(f"- **[{label}]** {reference_line(e)}" for e, label in zip(entries, labels))
-
-
-def _tidy(lines: list[str]) -> str:
-    text = "\n".join(lines)
-    text = re.sub(r"\n[ \t]*(\n[ \t]*)+\n", "\n\n", text)
-    return text.strip("\n")
 
 
 def _top_level_break(body: list[str]) -> bool:
@@ -941,7 +548,7 @@ def _math_safe(lines: list[str]) -> list[str]:
         stripped = line.strip()
         if fence:
             out.append(line)
-            if _closing(line, fence):
+            if closes(line, fence):
                 fence = None
             i += 1
             continue
@@ -1002,37 +609,8 @@ def _proof(title: str, body: list[str]) -> list[str]:
 
 # --------------------------------------------------------------------------- notebooks
 
-
-_SOLUTION_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}")
-_SOLUTION_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
 KEPT_METADATA = ("kernelspec", "language_info")
 
-
-def _gated(source: str) -> tuple[Block | None, str]:
-    """The leading {solution-start}/{solution-end} directive of a cell, and the text after it."""
-    lines = source.lstrip("\n").split("\n")
-    blocks = parse(lines)
-    if not blocks or blocks[0].kind != "directive" or blocks[0].name not in ("solution-start", "solution-end"):
-        return None, source
-    first = blocks[0]
-    rest = lines[len(first.lines):]
-    return first, "\n".join(rest)
-
-
-def _heading_levels(text: str) -> list[int]:
-    """The levels of the Markdown headings in ``text`` (not those in fenced code)."""
-    levels, fence = [], None
-    for line in text.split("\n"):
-        if fence:
-            if _closing(line, fence):
-                fence = None
-            continue
-        if m := CODE_FENCE.match(line):
-            fence = m.group("fence")
-            continue
-        if m := HEADING.match(line):
-            levels.append(len(m.group("hashes")))
-    return levels
 
 
 def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
@@ -1056,7 +634,6 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
     if kind == "reader" and "widgets" in nb.get("metadata", {}):
         out.metadata["widgets"] = copy.deepcopy(nb.metadata["widgets"])
     cells, folded_ids = [], []
-    gated = None          # the exercise label while inside a gated solution
     folded = None         # (level, title) of the solution whose fold is open
     titled = False
 
@@ -1065,12 +642,12 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
         cell.metadata[COLLAPSED] = True
         cell.metadata["id"] = cell.id           # Colab names cells by metadata.id
         folded_ids.append(cell.id)
-        folded = (_heading_levels(cell.source)[0], title)
+        folded = (heading_levels(cell.source)[0], title)
         renderer.stats["solutions"] += 1
 
     def inside_fold(cell, index: int):
         """``cell`` is part of the open solution: a heading of its level or higher would end the fold."""
-        if folded and any(h <= folded[0] for h in _heading_levels(cell.source)):
+        if folded and any(h <= folded[0] for h in heading_levels(cell.source)):
             raise PortableError(f"{docname}, cell {index}: a heading inside the {folded[1]} would end its fold")
 
     def after_solution(cell, index: int):
@@ -1079,7 +656,7 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
         if folded is None:
             return
         level, title = folded
-        heads = _heading_levels(cell.source) if cell.cell_type == "markdown" else []
+        heads = heading_levels(cell.source) if cell.cell_type == "markdown" else []
         if not any(h <= level for h in heads):
             raise PortableError(f"{docname}, cell {index}: it follows the {title} and would be folded "
                                 f"into it: start it with a heading of level {level} or higher "
@@ -1096,42 +673,33 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
         renderer.stats["figures"] += 1
         return [cell, note]
 
-    for index, cell in enumerate(nb.cells):
-        cell = copy.deepcopy(cell)
+    for placed in gated_cells(nb.cells, docname, PortableError):
+        index, cell = placed.index, copy.deepcopy(placed.cell)
+        if placed.role == "end":
+            continue
         if cell.cell_type != "markdown":
-            if gated is None:
+            if placed.role == "outside":
                 after_solution(cell, index)
                 cells.extend(with_caption(cell))
             elif kind == "reader":
                 cells.extend(with_caption(cell))
             continue
-        start, rest = _gated(cell.source)
-        if start is not None and start.name == "solution-start":
-            if gated is not None:
-                raise PortableError(f"{docname}, cell {index}: a {{solution-start}} inside a gated solution")
-            gated = start.arg.strip()
+        if placed.role == "start":
             if kind == "student":
                 continue
-            if "{solution}" in rest:
+            if "{solution}" in placed.rest:
                 raise PortableError(f"{docname}, cell {index}: a {{solution}} inside a gated solution")
-            head = nbformat.v4.new_markdown_cell(renderer.solution_heading(gated))
+            head = nbformat.v4.new_markdown_cell(renderer.solution_heading(placed.label))
             head.id = f"{cell.id}-solution"[:64]
             after_solution(head, index)
-            fold(head, renderer.solution_title(gated))
+            fold(head, renderer.solution_title(placed.label))
             cells.append(head)
-            cell.source = renderer.render(rest)
+            cell.source = renderer.render(placed.rest)
             inside_fold(cell, index)
             if cell.source.strip() or cell.get("attachments"):
                 cells.append(cell)
             continue
-        if start is not None and start.name == "solution-end":
-            if gated is None:
-                raise PortableError(f"{docname}, cell {index}: a {{solution-end}} without a {{solution-start}}")
-            if rest.strip():
-                raise PortableError(f"{docname}, cell {index}: text after {{solution-end}} in its cell")
-            gated = None
-            continue
-        if gated is not None:
+        if placed.role == "inside":
             if kind == "reader":
                 cell.source = renderer.render(cell.source)
                 inside_fold(cell, index)
@@ -1161,8 +729,6 @@ def render_notebook(nb, docname: str, book: Book, kind: str = "reader"):
                 new.source = _with_origin(new.source, renderer, kind)
                 titled = True
             cells.append(new)
-    if gated is not None:
-        raise PortableError(f"{docname}: a {{solution-start}} has no {{solution-end}}")
     references = renderer.references_cell()
     if references:
         last_heading = [s for s in renderer.page.sections if s[0] > 1][-1:] or [(0, None, "")]
@@ -1207,14 +773,8 @@ def _with_origin(source: str, renderer: Renderer, kind: str) -> str:
 
 
 def student_version(nb, docname: str, book: Book):
-    """The portable student notebook of chapter notebook ``nb`` (via tools/make_assignments.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    try:
-        import make_assignments
-    finally:
-        sys.path.pop(0)
-    student, _ = make_assignments.student_notebook(nb, where=docname,
-                                                   numbers=make_assignments.exercise_numbers(book))
+    """The portable student notebook of chapter notebook ``nb`` (its student version: tools/bookkit/student.py)."""
+    student, _ = _student.student_notebook(nb, where=docname, numbers=exercise_numbers(book))
     return render_notebook(student, docname, book, kind="student")[0]
 
 
