@@ -14,7 +14,8 @@ metadata with :class:`CatalogueError`, and renders the tables of the guide for
 instructors (``book/instructors.md``) as MyST Markdown, naming each exercise by the
 number the site gives it (``{numref}`` to its label: "Exercise 3.1").
 
-Standard library only, so the guide's cell can import it from any kernel.
+Standard library only (tools/bookkit/core.py, whose directive blocks it reads, needs no
+more), so the guide's cell can import it from any kernel.
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookkit.core import directive_blocks
+
 ROOT = Path(__file__).resolve().parent.parent
-_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{exercise\}(?P<title>.*)$")
 _CHECK_CALL = re.compile(r"^\s*check_\w+\(.*\)\s*$", re.M)
 CHECKED_MARK = "✓ *Auto-checked.*"
 STAR, NO_STAR = "★", "☆"
@@ -52,28 +54,14 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def _closes(line: str, fence: str) -> bool:
-    s = line.strip()
-    return len(s) >= len(fence) and set(s) == {fence[0]}
-
-
 def _directives(text: str) -> list[tuple[str, str]]:
     """``(title, body)`` of each top-level ``{exercise}`` directive in a markdown cell.
 
     A fence left open runs to the end of the cell, as in CommonMark.
     """
-    lines, found, i = text.split("\n"), [], 0
-    while i < len(lines):
-        m = _OPEN.match(lines[i])
-        if not m:
-            i += 1
-            continue
-        j = i + 1
-        while j < len(lines) and not _closes(lines[j], m.group("fence")):
-            j += 1
-        found.append((m.group("title").strip(), "\n".join(lines[i + 1:j])))
-        i = j + 1
-    return found
+    lines = text.split("\n")
+    return [(title, "\n".join(lines[first + 1:last]))
+            for first, last, _, title in directive_blocks(lines, "exercise")]
 
 
 def _directive_label(body: str) -> str | None:

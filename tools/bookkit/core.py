@@ -15,8 +15,10 @@ nothing here knows about the products:
   product by :func:`gated_cells`, which also checks their layout.
 
 Imports point one way: ``bookkit`` <- the products (tools/portable.py,
-tools/make_assignments.py, tools/make_otter.py, ...) <- their command lines. Needs
-nbformat and PyYAML (read when a book is loaded); pybtex for :meth:`Book.bibliography`.
+tools/make_assignments.py, tools/make_otter.py, tools/exercise_catalogue.py, ...) <- their
+command lines. Importing it needs the standard library only (tools/exercise_catalogue.py
+runs in any kernel); loading a :class:`Book` needs nbformat and PyYAML, and
+:meth:`Book.bibliography` pybtex.
 """
 from __future__ import annotations
 
@@ -25,8 +27,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
-
-import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,6 +225,8 @@ def shows_image(cell) -> bool:
 
 def page_items(path: Path) -> list[tuple[str, object]]:
     """A page's markdown and figures in document order: ``("markdown", text)``, ``("figure", (label, caption))``."""
+    import nbformat
+
     if path.suffix != ".ipynb":
         return [("markdown", text) for text in markdown_cells(path)]
     items = []
@@ -239,6 +241,8 @@ def page_items(path: Path) -> list[tuple[str, object]]:
 def markdown_cells(path: Path) -> list[str]:
     """The markdown of a page: its markdown cells (a notebook) or its text (a .md file)."""
     if path.suffix == ".ipynb":
+        import nbformat
+
         nb = nbformat.read(path, as_version=4)
         return [c.source for c in nb.cells if c.cell_type == "markdown"]
     return [_strip_front_matter(path.read_text())]
