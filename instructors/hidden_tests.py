@@ -1659,10 +1659,9 @@ def hidden_jacobian_norm(jacobian_norm):
             got = None
         assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
         assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
-        d = X.shape[1]
-        assert counted.calls >= 2 * d, (
-            f"{what}: forward was called {counted.calls} times; central differences need 2d = {2 * d} "
-            f"calls, at +eps and -eps for each of the {d} coordinates of token j")
+        # No count of forward's calls here: when graded, the answer runs in another process
+        # (tools/grading_sandbox.py), which counts its own calls; the sandbox and the scan of
+        # the answer's source keep the layer's exact Jacobian out of reach there.
         hint = "; the layers are causal: y_i does not depend on x_j for j > i" if right == 0.0 else ""
         assert abs(got - right) <= 1e-5 * max(abs(right), 1e-3), (
             f"{what}: ||dy_i/dx_j|| {_how_far(got, right)}{hint}")

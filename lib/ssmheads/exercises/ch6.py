@@ -129,6 +129,13 @@ class _CountedForward:
         """How many times the forward pass was called (read-only)."""
         return _FORWARDS[id(self)][1]
 
+    def __reduce__(self):
+        # Grading runs a student's function in a forked process and sends it its arguments
+        # pickled (tools/grading_sandbox.py): there this forward is made anew, with a count
+        # of its own, from a copy of the layer's forward pass. Reaching the layer through
+        # this method is a dunder access, which grading's scan of the answer flags.
+        return (_CountedForward, (_FORWARDS[id(self)][0],))
+
     def __del__(self):
         _FORWARDS.pop(id(self), None)
 
