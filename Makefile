@@ -39,8 +39,11 @@ test: $(STAMP)
 	echo "test-parts: $$passed passed, $$failed failed, in $$(( $$(date +%s) - all )) s:$${times%,}"; \
 	test $$failed -eq 0
 
+# Two workers (pytest-xdist). Each takes tests in collection order, and tests/conftest.py
+# puts the tests that fork first, so no worker forks after Chapter 6's tests start JAX.
+PYTEST_WORKERS ?= 2
 test-lib: $(STAMP)
-	$(BIN)/pytest tests/
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/
 
 test-notebooks: $(STAMP)
 	$(NBVAL)

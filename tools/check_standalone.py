@@ -469,12 +469,15 @@ def check_notebook(path: Path, venv: Path, work: Path, source: Path, env: dict[s
     return problems, meta["seconds"], setup_time, setup_stderr(nb, setup)
 
 
-def make_slot(python: str, wdir: Path, source: Path) -> tuple[Path, dict[str, str], Path]:
-    """A worker's folder, environment variables and fresh venv (with the driver script)."""
+def make_slot(python: str, wdir: Path) -> tuple[Path, dict[str, str], Path, Path]:
+    """A worker's folder, environment variables, fresh venv (with the driver script) and its own
+    copy of the source: pip builds in the source folder (lib/ssmheads.egg-info, build/), so two
+    workers installing from one folder at once can break each other's build."""
     wdir.mkdir(parents=True)
+    source = snapshot_source(ROOT, wdir)
     env = clean_env(wdir / "venv", wdir, source)
     (wdir / "driver.py").write_text(DRIVER)
-    return wdir, env, make_venv(python, wdir, env)
+    return wdir, env, make_venv(python, wdir, env), source
 
 
 def check_with_rerun(path: Path, venv: Path, work: Path, source: Path, env: dict[str, str], timeout: int,
@@ -522,12 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     workers = max(1, min(args.workers, len(notebooks)))
     results: dict[Path, tuple[list[str], float, float | None, str, str]] = {}
     try:
-        source = snapshot_source(ROOT, work)
         try:
             # one fresh environment per worker: each notebook uninstalls ssmheads from its
             # environment and its set-up cell installs it again, so workers cannot share one
             with ThreadPoolExecutor(workers) as pool:
-                slots = list(pool.map(lambda i: make_slot(args.python, work / f"w{i}", source), range(workers)))
+                slots = list(pool.map(lambda i: make_slot(args.python, work / f"w{i}"), range(workers)))
         except SetupError as exc:
             print(f"standalone: could not set up the fresh environment\n{exc}")
             print(summary_line(0, len(notebooks)))
@@ -544,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
             queue.put(path)
 
         def work_through(slot) -> None:
-            wdir, env, venv = slot
+            wdir, env, venv, source = slot
             while True:
                 try:
                     path = queue.get_nowait()

@@ -74,6 +74,11 @@ UNICODE = {
     "\u221e": r"\ensuremath{\infty}", "\u2009": r"\,", "\u25c0": r"\ensuremath{\blacktriangleleft}",
     "\u25b6": r"\ensuremath{\blacktriangleright}", "\u03b8": r"\ensuremath{\theta}",
     "\u03bd": r"\ensuremath{\nu}", "\u03b5": r"\ensuremath{\varepsilon}", "\u2260": r"\ensuremath{\ne}",
+    "\u00b7": r"\ensuremath{\cdot}", "\u0394": r"\ensuremath{\Delta}", "\u03b4": r"\ensuremath{\delta}",
+    "\u03c4": r"\ensuremath{\tau}", "\u03be": r"\ensuremath{\xi}", "\u03b7": r"\ensuremath{\eta}",
+    "\u03c6": r"\ensuremath{\phi}", "\u03b2": r"\ensuremath{\beta}", "\u03b3": r"\ensuremath{\gamma}",
+    "\u03bc": r"\ensuremath{\mu}", "\u03c0": r"\ensuremath{\pi}", "\u03c9": r"\ensuremath{\omega}",
+    "\u039b": r"\ensuremath{\Lambda}", "\u03a3": r"\ensuremath{\Sigma}",
 }
 #: Characters pdflatex prints as they are (T1 fonts with inputenc's UTF-8: Latin letters, quotes, dashes).
 PRINTABLE = set("\u00a0\u2018\u2019\u201c\u201d\u2013\u2014\u2026") | {chr(c) for c in range(0xc0, 0x180)}

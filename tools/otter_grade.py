@@ -637,7 +637,8 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
                 print(f"{student}: {NOT_GRADED} ({rs[0].message.removeprefix(NOT_GRADED + ': ')[:120]})")
                 continue
             flag = " TIMEOUT" if outcome == "timeout" else ""
-            flag += " CHECK THE CODE" if any(r.message.startswith("CHECK THE CODE") for r in rs) else ""
+            flag += " CHECK THE CODE" if any(r.message.startswith(("CHECK THE CODE", "FLAGGED")) or r.flag
+                                             for r in rs) else ""
             print(f"{student}: {sum(r.score for r in auto):g} of {sum(r.max for r in auto):g} auto-graded "
                   f"points, {by_hand:g} more to grade by hand [{seconds:.1f} s]{flag}")
         missed = sum(o != "graded" for _, _, o in graded)

@@ -705,7 +705,12 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
     watch(page, problems, outside)
     open_page(page, url)
     landed = page.url  # after redirects
-    probe = page.evaluate(PAGE_PROBE)
+    try:
+        probe = page.evaluate(PAGE_PROBE)
+    except PlaywrightError:  # a redirecting page (index.html) can be between two documents
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)
+        probe = page.evaluate(PAGE_PROBE)
     if probe["unrendered"]:
         problems.append(f"{probe['unrendered']} of {probe['maths']} math elements not rendered")
     if probe["dollars"]:
