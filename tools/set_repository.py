@@ -28,7 +28,7 @@ The URL is used in these places, which this tool keeps equal:
 The set-up cell's install block is written here, once: ``SETUP_BLOCK``. Every line of
 the cell fits in ``MAX_LINE`` (76) characters, as all of the book's code does (it is the
 first thing JupyterLab and Colab show), and after installing it prints ``RELOAD``, one
-line that tells a learner what to do when the explorers show ``interactive(children=...``
+line that tells a learner what to do when the explorers show ``_Explorer(children=...``
 text instead of sliders: JupyterLab loads the widget front end that pip has just
 installed only when the browser tab is reloaded. ``--check`` also checks the cells
 against it, and ``--setup-cells`` rewrites the install block of every chapter's cell 0
