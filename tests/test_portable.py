@@ -674,8 +674,11 @@ def built_site(*inputs: Path, built: str = "{docname}.html") -> Path:
     if not all(p.exists() for p in pages):
         reason = f"no built site in {html} (make book builds one)"
     else:
-        sources = [page.path for page in BOOK.chapters()] + [ROOT / "_toc.yml", *inputs]
-        if min(p.stat().st_mtime for p in pages) < max(p.stat().st_mtime for p in sources):
+        # each page against its own chapter (Sphinx rewrites only the pages whose source
+        # changed) and the inputs every page depends on
+        common = max(p.stat().st_mtime for p in [ROOT / "_toc.yml", *inputs])
+        if any(built_page.stat().st_mtime < max(page.path.stat().st_mtime, common)
+               for built_page, page in zip(pages, BOOK.chapters())):
             reason = f"the site in {html} is older than the chapters (make book rebuilds it)"
     if reason:
         if required:
