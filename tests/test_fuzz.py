@@ -44,7 +44,6 @@ turns red when they are fixed and the marker must go.
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import multiprocessing
 import os
@@ -54,6 +53,8 @@ import signal
 import time
 import tracemalloc
 import warnings
+
+from _blas import one_blas_thread
 
 import numpy as np
 import pytest
@@ -671,19 +672,6 @@ def _verdict(target, param, label, baseline):
     return ("ok",)
 
 
-def _one_blas_thread() -> None:
-    """Run numpy's and scipy's OpenBLAS on one thread, so that CPU time measures the work (two threads
-    contending on a shared machine spin, and their CPU time can be many times the work)."""
-    maps = open("/proc/self/maps").read()
-    for path in sorted(set(re.findall(r"(/\S*openblas\S*\.so\S*)", maps))):
-        lib = ctypes.CDLL(path)
-        for symbol in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                       "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            if hasattr(lib, symbol):
-                getattr(lib, symbol)(ctypes.c_int(1))
-                break
-
-
 def _address_space() -> int:
     """This process's virtual memory size, in bytes."""
     for line in open("/proc/self/status"):
@@ -697,7 +685,7 @@ def _child(conn, name, param, plan):
     with the case's CPU time and the peak of the memory it allocated appended."""
     limit = _address_space() + EXTRA_ADDRESS_SPACE
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    _one_blas_thread()
+    one_blas_thread()
     signal.signal(signal.SIGALRM, _alarm)
     signal.signal(signal.SIGVTALRM, _alarm)
     warnings.simplefilter("ignore")

@@ -8,11 +8,12 @@ Every correct answer is compared with an independent computation.
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import re
 import resource
 import tracemalloc
+
+from _blas import one_blas_thread
 
 import numpy as np
 import pytest
@@ -26,19 +27,8 @@ from ssmheads.models import MultiHeadAttention, _Layer
 E2 = np.eye(2)
 
 
-def _one_blas_thread():
-    """One OpenBLAS thread (numpy's and scipy's): CPU time then measures work, not threads spinning."""
-    for path in sorted(set(re.findall(r"(/\S*openblas\S*\.so\S*)", open("/proc/self/maps").read()))):
-        lib = ctypes.CDLL(path)
-        for symbol in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-                       "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            if hasattr(lib, symbol):
-                getattr(lib, symbol)(ctypes.c_int(1))
-                break
-
-
 def _child(conn, call):
-    _one_blas_thread()
+    one_blas_thread()
     tracemalloc.start()
     start = resource.getrusage(resource.RUSAGE_SELF).ru_utime
     try:
