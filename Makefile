@@ -19,31 +19,46 @@ NBVAL_WORKERS ?= 2
 NBVAL := $(BIN)/python tools/check_outputs.py --workers $(NBVAL_WORKERS)
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: otter otter-env grade answers test-otter pdf pdf-student pdf-chapters test-pdf book test test-lib test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
+.PHONY: otter otter-env grade answers test-otter test-otter-extended pdf pdf-student pdf-chapters test-pdf test-pdf-extended book test test-extended test-all test-lib test-lib-extended test-standalone-extended test-standalone-all test-site-extended test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
 	@echo "The book is at $(abspath _build/html/index.html)"
 
-# Runs every part even when one fails, then fails if any did. The browser check
-# runs when Chromium is installed and says plainly that it skipped when not.
-TEST_PARTS ?= test-lib test-notebooks test-pdf test-build test-otter test-standalone test-site
-test: $(STAMP)
-	@failed=0; passed=0; times=""; all=$$(date +%s); \
-	for part in $(TEST_PARTS); do \
-	  start=$$(date +%s); \
-	  if $(MAKE) --no-print-directory $$part; then passed=$$((passed+1)); \
-	  else failed=$$((failed+1)); echo "make test: $$part FAILED"; fi; \
-	  times="$$times $$part $$(( $$(date +%s) - start )) s,"; \
-	done; \
-	echo "test-parts: $$passed passed, $$failed failed, in $$(( $$(date +%s) - all )) s:$${times%,}"; \
-	test $$failed -eq 0
+# make test, the eight-minute gate: seven parts in two lanes at once (tools/test_parts.py; each
+# part's output in _build/test-logs/PART.log, printed when it fails; every part runs even when
+# another fails). A lane runs its parts in order: the site is built after the PDFs it links and
+# checked after it is built. The browser check runs when Chromium is installed and says plainly
+# that it skipped when not. make test-extended runs the slow end-to-end checks that make test
+# samples (each chapter's student notebook, standalone and browser runs, the fuzz, the JAX
+# training runs, the student PDF and the chapter PDFs' tests, the grading audit); make test-all
+# runs both, as CI does.
+LANE_1 ?= test-notebooks test-lib test-standalone
+LANE_2 ?= test-pdf test-build test-otter test-site
+test: $(STAMP) $(AXE)
+	$(BIN)/python tools/test_parts.py --lane "$(LANE_1)" --lane "$(LANE_2)"
 
-# Two workers (pytest-xdist). Each takes tests in collection order, and tests/conftest.py
-# puts the tests that fork first, so no worker forks after Chapter 6's tests start JAX.
+EXTENDED_1 ?= test-lib-extended test-standalone-extended
+EXTENDED_2 ?= test-pdf-extended test-otter-extended test-site-extended
+test-extended: $(STAMP) $(AXE)
+	$(BIN)/python tools/test_parts.py --lane "$(EXTENDED_1)" --lane "$(EXTENDED_2)"
+
+test-all: $(STAMP) $(AXE)
+	$(BIN)/python tools/test_parts.py --lane "$(LANE_1) $(EXTENDED_1)" --lane "$(LANE_2) $(EXTENDED_2)"
+
+# Two workers (pytest-xdist), one BLAS thread each. Each takes tests in collection order, and
+# tests/conftest.py puts the tests that fork first, so no worker forks after Chapter 6's tests
+# start JAX. The tests that read the built site and PDFs run in test-build and test-pdf, which the
+# other lane may be writing meanwhile: here they look in a folder that does not exist, and skip.
 PYTEST_WORKERS ?= 2
+NOT_BUILT := BOOK_HTML=_build/not-built PORTABLE_SITE_HTML=_build/not-built PDF_DIR=_build/not-built
 test-lib: $(STAMP)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) tests/
+	OPENBLAS_NUM_THREADS=1 $(NOT_BUILT) $(BIN)/pytest -n $(PYTEST_WORKERS) tests/ \
+	  --ignore=tests/test_site_check.py --ignore=tests/test_pdf.py
+
+test-lib-extended: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(NOT_BUILT) EXTENDED=1 $(BIN)/pytest -n $(PYTEST_WORKERS) tests/ -m extended \
+	  --ignore=tests/test_site_check.py --ignore=tests/test_pdf.py
 
 test-notebooks: $(STAMP)
 	$(NBVAL)
@@ -59,7 +74,7 @@ test-build: $(STAMP)
 # no broken links or images; screenshots in _build/site-check/.
 site-check: $(STAMP) $(AXE)
 	@test -f _build/html/index.html || $(BUILD)
-	$(BIN)/python tools/site_check.py
+	$(BIN)/python tools/site_check.py --full-page
 
 # axe-core, the browser check's contrast checker, at the version and sha512 that
 # tools/node/package-lock.json pins, fetched from the npm registry by Python (no node
@@ -111,16 +126,30 @@ pdf-student: $(STAMP)
 pdf-chapters: $(STAMP)
 	$(BIN)/python tools/make_pdf.py --chapters $(if $(STUDENT),--student)
 
-# The PDFs built (the reader edition with its chapters) and read back (tests/test_pdf.py);
+# The reader's PDF built and read back (tests/test_pdf.py; the chapters alone are extended);
 # says plainly that it skipped without TeX.
 test-pdf: $(STAMP)
 	@if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then \
 	  echo "test-pdf: SKIPPED, no TeX here (install texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended tex-gyre latexmk)"; \
 	  exit 0; fi; \
-	$(BIN)/python tools/make_pdf.py --chapters && $(BIN)/python tools/make_pdf.py --student && \
-	PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
+	$(BIN)/python tools/make_pdf.py && PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
 
+# The reader's PDF with each chapter alone, and the student edition, built and read back (make test-extended).
+test-pdf-extended: $(STAMP)
+	@if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then \
+	  echo "test-pdf-extended: SKIPPED, no TeX here"; exit 0; fi; \
+	$(BIN)/python tools/make_pdf.py --chapters && $(BIN)/python tools/make_pdf.py --student && \
+	EXTENDED=1 PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
+
+# make test runs Chapter 1 alone (one fresh environment: its set-up cell installs everything,
+# about 70 s); make test-extended the other chapters, two at a time; make test-standalone-all all.
 test-standalone:
+	$(PYTHON) tools/check_standalone.py --python $(PYTHON) --workers 1 notebooks/01_unified_operator.ipynb
+
+test-standalone-extended:
+	$(PYTHON) tools/check_standalone.py --python $(PYTHON) $(filter-out notebooks/01_unified_operator.ipynb,$(sort $(wildcard notebooks/*.ipynb)))
+
+test-standalone-all:
 	$(PYTHON) tools/check_standalone.py --python $(PYTHON)
 
 # Instructors: Otter-Grader assignments (tools/make_otter.py). Otter lives in its own
@@ -171,10 +200,31 @@ test-otter: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \
 	  echo "test-otter: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
 	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8 && \
-	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py
+	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py
 
+# Every chapter's untouched notebook graded, and the grading audit (honest, cheating, hanging and
+# broken submissions; make test-extended),
+# on the assignments test-otter made (made again if missing).
+test-otter-extended: $(STAMP)
+	@if [ ! -f $(OTTER_STAMP) ]; then \
+	  echo "test-otter-extended: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
+	test -f _build/otter-test/01_unified_operator/source.json || \
+	  $(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8; \
+	EXTENDED=1 OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py
+
+# make test checks six pages in the browser: the front page, the search, the introduction, the
+# notation table and Chapters 1 and 6 (every kind of content the book has: math, figures, code,
+# folded solutions, tables, the explorers' notes); make test-extended the other pages and the
+# browser check's own tests (planted defects); make site-check every page, with full-page screenshots.
+GATE_PAGES ?= index.html search.html book/intro.html book/notation.html 'chapters/01_*' 'chapters/06_*'
 test-site: $(STAMP) $(AXE)
-	$(BIN)/python tools/site_check.py --allow-missing-browser
+	$(BIN)/python tools/site_check.py --allow-missing-browser --pages $(GATE_PAGES)
+
+test-site-extended: $(STAMP) $(AXE)
+	$(BIN)/pytest -q tests/test_site_check.py
+	@test -f _build/html/index.html || $(BUILD)
+	$(BIN)/python tools/site_check.py --allow-missing-browser --pages genindex.html py-modindex.html \
+	  'book/[!in]*' book/instructors.html 'chapters/0[2-5]_*'
 
 env: $(STAMP)
 

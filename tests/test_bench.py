@@ -158,11 +158,13 @@ def test_train_returns_a_run_and_repeats():
     assert not np.array_equal(r.losses, other.losses)
 
 
+@pytest.mark.extended  # training runs (JAX): make test-extended
 def test_loss_curve_is_train_losses():
     r = bench.train("mamba2", "delay", 6, seed=2, steps=3)
     assert np.array_equal(bench.loss_curve("mamba2", "delay", 6, seed=2, steps=3), r.losses)
 
 
+@pytest.mark.extended  # training runs (JAX): make test-extended
 def test_a_short_run_is_a_prefix_of_a_long_one():
     short = bench.train("attention-1", "selective-copy", 8, seed=0, steps=4)
     long = bench.train("attention-1", "selective-copy", 8, seed=0, steps=9)
@@ -172,6 +174,7 @@ def test_a_short_run_is_a_prefix_of_a_long_one():
 ROTATION = [(a, bench.TASKS[i % 3]) for i, a in enumerate(bench.ARCHITECTURES)]
 
 
+@pytest.mark.extended  # training runs (JAX): make test-extended
 @pytest.mark.parametrize("architecture, task", ROTATION, ids=[f"{a}-{t}" for a, t in ROTATION])
 def test_every_architecture_trains(architecture, task):
     """One task per architecture, in rotation (each pair costs a compilation; the committed
@@ -251,6 +254,7 @@ def test_results_file_matches_the_grid():
         assert r["parameters"] == bench.parameter_count(r["architecture"], r["task"])
 
 
+@pytest.mark.extended  # training runs (JAX): make test-extended
 def test_results_file_reproduces_a_prefix():
     """The committed file was made by this code: a rerun of one configuration repeats its first steps."""
     data = bench.load_results()

@@ -60,6 +60,7 @@ def test_a_kernel_dependent_output_fails_in_the_portable_setup(tmp_path):
     assert "native: passed" in done.stdout and "portable: FAILED" in done.stdout
 
 
+@pytest.mark.extended  # waits out a cell timeout: make test-extended
 def test_a_notebook_whose_cell_timed_out_is_checked_once_more(tmp_path):
     flag = tmp_path / "slept"
     slow = _notebook(tmp_path / "slow.ipynb", [

@@ -63,6 +63,9 @@ import ssmheads as sh
 from ssmheads import architectures, exercises, gradients, heads, numerics, operator, plotting, span, systems, widgets
 from ssmheads.models import Convolution, ElmanRNN, KANLayer, LinearSSM, MultiHeadAttention, PositionwiseLinear
 
+# About 90 s of calls in forked children: make test-extended runs it (EXTENDED=1).
+pytestmark = pytest.mark.extended
+
 from ssmheads._validate import MAX_TOTAL_BYTES
 
 #: The library's limit on the memory one call holds (traced peak in the child): 2 GiB.

@@ -509,11 +509,50 @@ def first_error(errors: Path, nb: dict) -> str:
     return ""
 
 
+class _Done:
+    """What :func:`_run_measured` returns: as ``subprocess.CompletedProcess``, with ``cpu`` seconds."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str, cpu: float):
+        self.returncode, self.stdout, self.stderr, self.cpu = returncode, stdout, stderr, cpu
+
+
+def _run_measured(cmd: list[str], cwd: Path, timeout: float, env: dict) -> _Done:
+    """``subprocess.run(cmd, capture_output=True, timeout=...)``, and the CPU seconds it used.
+
+    The CPU time (user and system) is the command's and its descendants' that it waited for
+    (``os.wait4``: ``otter run`` and the kernel it starts and shuts down, and the kernel's
+    sandboxes), so it does not grow when other work shares the machine, as the wall time
+    does. Raises ``subprocess.TimeoutExpired`` after killing the command, as ``run`` does.
+    """
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as out, tempfile.TemporaryFile("w+", encoding="utf-8") as err:
+        child = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=env, text=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                child.kill()
+                os.wait4(child.pid, 0)
+                child.returncode = -9
+                raise subprocess.TimeoutExpired(cmd, timeout)
+            time.sleep(0.05)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return _Done(child.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime)
+
+
+#: CPU seconds of each graded notebook's ``otter run`` (by its path), for the summary lines.
+CPU_SECONDS: dict[str, float] = {}
+
+
 def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | None, otter_dir: Path,
               timeout: float, hide_hidden: bool = False) -> tuple[list[Row], float, str]:
     """The rows of one submission, the seconds its grading took, and its outcome.
 
-    The outcome is ``"graded"``, ``"not graded"`` or ``"timeout"``.
+    The outcome is ``"graded"``, ``"not graded"`` or ``"timeout"``. The CPU seconds that
+    ``otter run`` used are in ``CPU_SECONDS[notebook]`` (printed beside the time).
     """
     start = time.perf_counter()
     if notebook is None:
@@ -546,9 +585,9 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
         out = Path(tmp) / "results"
         out.mkdir()
         try:
-            done = subprocess.run([str(_otter()), "run", "--no-logo", "-p", "-a", str(zips[0]), "-o", str(out),
-                                   str(copy)], cwd=copy.parent, capture_output=True, text=True, timeout=timeout,
-                                  env={**os.environ, "MPLBACKEND": "Agg"})
+            done = _run_measured([str(_otter()), "run", "--no-logo", "-p", "-a", str(zips[0]), "-o", str(out),
+                                  str(copy)], cwd=copy.parent, timeout=timeout, env={**os.environ, "MPLBACKEND": "Agg"})
+            CPU_SECONDS[str(notebook)] = done.cpu
         except subprocess.TimeoutExpired:
             return every(0, f"grading stopped after {timeout:g} s: the notebook did not finish (an answer "
                             "that never returns?)"), timeout, "timeout"
@@ -630,7 +669,7 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
         writer.writerow(COLUMNS)
         writer.writerows(r.as_list() for r in rows)
     if verbose:
-        for (student, _, _), (rs, seconds, outcome) in zip(found, graded):
+        for (student, notebook, _), (rs, seconds, outcome) in zip(found, graded):
             auto = [r for r in rs if not isinstance(r.score, str)]
             by_hand = sum(r.max for r in rs if r.message == "graded by hand")
             if outcome == "not graded":
@@ -639,8 +678,10 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
             flag = " TIMEOUT" if outcome == "timeout" else ""
             flag += " CHECK THE CODE" if any(r.message.startswith(("CHECK THE CODE", "FLAGGED")) or r.flag
                                              for r in rs) else ""
+            cpu = CPU_SECONDS.get(str(notebook))
+            cpu = f", {cpu:.1f} s of CPU" if cpu is not None else ""
             print(f"{student}: {sum(r.score for r in auto):g} of {sum(r.max for r in auto):g} auto-graded "
-                  f"points, {by_hand:g} more to grade by hand [{seconds:.1f} s]{flag}")
+                  f"points, {by_hand:g} more to grade by hand [{seconds:.1f} s{cpu}]{flag}")
         missed = sum(o != "graded" for _, _, o in graded)
         print(f"{len(found)} submissions, {len(rows)} rows -> {out}" +
               (f"; {missed} not graded or timed out: see above" if missed else ""))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Open every page of the built site in headless Chromium and check what a reader sees.
 
-Usage: python tools/site_check.py [--site _build/html] [--out _build/site-check] [--allow-missing-browser]
+Usage: python tools/site_check.py [--site _build/html] [--out _build/site-check] [--full-page] [--pages GLOB ...] [--workers 2] [--times] [--allow-missing-browser]
 
 The site is served on 127.0.0.1 (a free port) by a thread of this process, and each
 page is opened with Playwright driving Debian's Chromium (``/usr/bin/chromium``, or
@@ -30,14 +30,17 @@ page is opened with Playwright driving Debian's Chromium (``/usr/bin/chromium``,
 * a code block or text output (``pre``, with every folded cell opened) is wider than the
   column at 1280 px: it scrolls sideways or reaches past the column; each one is named
   (its section, its first line, its longest line in characters);
-* a formula is a tab stop at 1280 px: pressing Tab through the whole page lands in a
-  formula (MathJax's menu puts each one in the tab order unless ``inTabOrder: false``);
+* a formula is a tab stop at 1280 px: one of the page's tab stops (read from the DOM: what
+  is focusable and shown, in document order) is in a formula (MathJax's menu puts each one
+  in the tab order unless ``inTabOrder: false``);
   a formula whose box is too narrow for it and scrolls may be a tab stop (the keyboard's
   way to scroll it), and is counted apart;
 * axe-core (tools/node, installed by ``make axe``; injected from the local file) finds a
   colour-contrast violation, in light mode or in dark mode (Chromium's
   ``prefers-color-scheme: dark``), with every folded block opened and the search words
-  highlighted (``?highlight=the``; the search page is opened with a query);
+  highlighted (``?highlight=the``; the search page is opened with a query); formulas are
+  left out of the rule (their glyphs were most of its time) and must instead have the
+  colour of the text around them;
 * a Binder link opens anything but a portable notebook (``notebooks/NAME.ipynb``), e.g.
   a source chapter;
 
@@ -57,11 +60,10 @@ and, opened again at phone size (390 x 844, touch), when:
   (collapsed solutions and toggles are opened first, as a reader would);
 * the page is wider than the screen (it scrolls sideways).
 
-Screenshots: besides the full page at desktop width, the first screen at desktop width in
-dark mode (``*.dark.png``) and at phone size in dark mode (``*.phone-dark.png``).
-
-A full-page screenshot of every page at desktop width is saved under ``--out``, with
-four at phone size: the first screen (``*.phone.png``), the chapter list open
+Screenshots, saved under ``--out``: the first screen at desktop width (the whole page with
+``--full-page``, as ``make site-check`` takes them; ``make test`` does not), the same in
+dark mode (``*.dark.png``), and five at phone size: the first screen in dark mode
+(``*.phone-dark.png``), the first screen (``*.phone.png``), the chapter list open
 (``*.phone-menu.png``), the page contents open (``*.phone-contents.png``) and the
 screen after tapping an entry of the page contents (``*.phone-contents-tap.png``). One
 line per page is printed. Exit status 1 if any page fails; with
@@ -72,6 +74,8 @@ line per page is printed. Exit status 1 if any page fails; with
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
 import functools
 import http.server
 import os
@@ -116,7 +120,7 @@ PHONE = {"width": 390, "height": 844}
 AXE = Path(os.environ.get("AXE_CORE") or ROOT / "tools" / "node" / "node_modules" / "axe-core" / "axe.min.js")
 ASPECT_TOLERANCE = 0.02   # a figure's shape on screen may differ from its own by 2% (and 1.5 px)
 CAPTION = re.compile(r"Figure\s+\d+(\.\d+)*")
-TAB_LIMIT = 5000          # Tab presses at most, per page
+FULL_PAGE = False          # set by --full-page: screenshots of the whole page at desktop width
 SEARCH_QUERY = "Theorem 3.1"  # what the contrast pass searches for on the search page
 
 PAGE_PROBE = r"""() => {
@@ -364,24 +368,41 @@ CODE_PROBE = r"""() => {
 # The keyboard walk: every element that takes the focus is logged (is it in a formula,
 # does that formula's box scroll); ``cycle`` is set when the focus comes round to an
 # element it was on before, or leaves the page.
-FOCUS_LOG = r"""() => {
-  window.__bookTab = {log: [], seen: new Set(), cycle: false};
-  if (document.activeElement) document.activeElement.blur();
-  window.scrollTo(0, 0);
-  document.addEventListener('focusin', (event) => {
-    const t = window.__bookTab, e = event.target;
-    if (t.cycle) return;
-    if (t.seen.has(e)) { t.cycle = true; return; }
-    t.seen.add(e);
-    const math = e.closest && e.closest('mjx-container, .math');
-    t.log.push({math: !!math, scrolls: !!math && e.scrollWidth > e.clientWidth + 1,
+# The page's tab stops in document order, read from the DOM as the browser's sequential focus
+# navigation finds them (no positive tabindex is used on these pages, so document order is
+# tab order): elements focusable by nature (links with an address, buttons, form fields,
+# summaries) or by tabindex >= 0, not disabled, not hidden (display, visibility, a closed
+# <details>, inert). Pressing Tab through a chapter's 800 stops took a minute; this takes
+# milliseconds and names the same formulas.
+TAB_STOPS = r"""() => {
+  const natural = 'a[href], area[href], button, input, select, textarea, summary, iframe, [contenteditable=""], [contenteditable="true"]';
+  const stops = [];
+  for (const e of document.querySelectorAll('*')) {
+    const t = e.getAttribute('tabindex');
+    const focusable = t !== null ? parseInt(t, 10) >= 0 : e.matches(natural);
+    if (!focusable || e.disabled || e.closest('[inert]')) continue;
+    const closed = e.closest('details:not([open])');
+    if (closed && !(e.tagName === 'SUMMARY' && e.parentElement === closed)) continue;
+    const style = getComputedStyle(e);
+    if (style.visibility === 'hidden' || style.display === 'none' || !e.getClientRects().length) continue;
+    const math = e.closest('mjx-container, .math');
+    stops.push({math: !!math, scrolls: !!math && e.scrollWidth > e.clientWidth + 1,
                 text: math ? (math.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 40) : ''});
-  }, true);
+  }
+  return stops;
 }"""
+
+# Formulas whose colour is not their surrounding text's: axe-core's contrast rule leaves the
+# math out (MathJax's thousands of glyph elements made it most of the check's time), so this
+# checks that each formula inherits the colour of the text around it, which the rule checks.
+MATH_COLOUR = r"""() => Array.from(document.querySelectorAll('mjx-container'))
+  .filter(m => m.parentElement && getComputedStyle(m).color !== getComputedStyle(m.parentElement).color)
+  .map(m => ({text: (m.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 40),
+              color: getComputedStyle(m).color, around: getComputedStyle(m.parentElement).color}))"""
 
 # axe-core's colour-contrast rule on the whole page: one entry per element that fails.
 AXE_RUN = r"""async () => {
-  const r = await axe.run(document, {runOnly: {type: 'rule', values: ['color-contrast']},
+  const r = await axe.run({exclude: [['mjx-container']]}, {runOnly: {type: 'rule', values: ['color-contrast']},
                                      resultTypes: ['violations']});
   return r.violations.flatMap(v => v.nodes.map(n => {
     const d = ((n.any || [])[0] || {}).data || {};
@@ -394,6 +415,22 @@ AXE_RUN = r"""async () => {
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # no request log on the console
         pass
+
+
+# Time spent in each step, summed over pages and browsers (printed with --times).
+PHASE_SECONDS: dict[str, float] = {}
+PAGE_SECONDS: dict[str, float] = {}
+_PHASE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def phase(name: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        with _PHASE_LOCK:
+            PHASE_SECONDS[name] = PHASE_SECONDS.get(name, 0.0) + time.perf_counter() - start
 
 
 def serve(site: Path):
@@ -612,18 +649,8 @@ def wide_code(page) -> tuple[dict, list[str]]:
 
 
 def formulas_in_tab_order(page) -> dict:
-    """Press Tab through the whole page; count the stops, and those in formulas."""
-    page.evaluate(FOCUS_LOG)
-    state = {"count": 0, "cycle": False}
-    for _ in range(0, TAB_LIMIT, 40):
-        for _ in range(40):
-            page.keyboard.press("Tab")
-        before = state["count"]
-        state = page.evaluate("() => ({count: window.__bookTab.log.length, cycle: window.__bookTab.cycle, "
-                              "away: document.activeElement === document.body})")
-        if state["cycle"] or state["count"] == before:
-            break
-    log = page.evaluate("() => window.__bookTab.log")
+    """The page's tab stops (TAB_STOPS: read from the DOM), and those in formulas."""
+    log = page.evaluate(TAB_STOPS)
     return {"stops": len(log), "math": [f["text"] for f in log if f["math"] and not f["scrolls"]],
             "scrolling": sum(1 for f in log if f["math"] and f["scrolls"])}
 
@@ -680,6 +707,11 @@ def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str
                       " SphinxHighlight.highlightSearchWords(); }")
         page.wait_for_timeout(100)
     page.add_script_tag(path=str(AXE))
+    # the steady page: no element keeps the focus or the pointer from an earlier step, and no
+    # transition is halfway (a tooltip fading in is judged at full opacity, as a reader reads it)
+    page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    page.mouse.move(DESKTOP["width"] - 5, DESKTOP["height"] - 5)
     for scheme in ("light", "dark"):
         if scheme == "dark":
             themed = to_dark(page)
@@ -690,6 +722,9 @@ def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str
             page.screenshot(path=str(out / f"{stem}.dark.png"))
         found = page.evaluate(AXE_RUN)
         counts[scheme] = len(found)
+        for m in page.evaluate(MATH_COLOUR)[:5]:
+            problems.append(f"contrast ({scheme}): the formula {m['text']!r} is coloured {m['color']}, "
+                            f"not as the text around it ({m['around']})")
         items = [f"contrast ({scheme}): {f['ratio']}:1, needs {f['expected']} ({f['fg']} on {f['bg']}) "
                  f"at {f['target'][-60:]}: {f['html']}" for f in found]
         _few(problems, items, f"contrast failures ({scheme})")
@@ -703,7 +738,8 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
     problems: list[str] = []
     outside: list[str] = []
     watch(page, problems, outside)
-    open_page(page, url)
+    with phase('desktop: open'):
+        open_page(page, url)
     landed = page.url  # after redirects
     try:
         probe = page.evaluate(PAGE_PROBE)
@@ -723,7 +759,9 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
         problems.append(f"image without alt text saying what it shows: {src} (alt={alt!r})")
     final = unquote(urlparse(page.url).path).lstrip("/") or "index.html"  # after redirects
     problems += check_links(probe["links"], (site / final).resolve(), site, anchors_cache)
-    page.screenshot(path=str(shot), full_page=True, timeout=120000)  # a long chapter takes a while
+    with phase('desktop: screenshot'):
+        # the whole page (--full-page: a long chapter takes seconds) or its first screen
+        page.screenshot(path=str(shot), full_page=FULL_PAGE, timeout=120000)
     # The desktop sidebar toggle hides the chapter list and brings it back.
     if probe["themed"] or page.locator(CHAPTER_LIST).count():
         toggle = visible_toggle(page, "primary-toggle")
@@ -749,17 +787,21 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
     problems += distorted
     _few(problems, uncaptioned(figures), "figures without a numbered caption")
     probe["figures"] = len(figures)
-    probe["code"], wide = wide_code(page)
+    with phase('desktop: code width'):
+        probe["code"], wide = wide_code(page)
     problems += wide  # each one: the chapters' authors need the list
-    probe["tab"] = formulas_in_tab_order(page)
+    with phase('desktop: tab order'):
+        probe["tab"] = formulas_in_tab_order(page)
     if probe["tab"]["math"]:
         problems.append(f"{len(probe['tab']['math'])} of {probe['tab']['stops']} tab stops are formulas "
                         f"(the first: {probe['tab']['math'][0]!r}); MathJax's menu puts them in the tab "
                         f"order unless menuOptions.settings.inTabOrder is false")
-    tapped, probe["opened"] = open_figures(page, url, "desktop", touch=False)
+    with phase('desktop: figures'):
+        tapped, probe["opened"] = open_figures(page, url, "desktop", touch=False)
     problems += tapped
     problems += binder_links(probe["links"])
-    probe["contrast"], found = check_contrast(page, landed, out, shot.name[:-len(".png")])
+    with phase('desktop: contrast'):
+        probe["contrast"], found = check_contrast(page, landed, out, shot.name[:-len(".png")])
     problems += found
     problems += [f"request to an outside host: {u}" for u in outside]
     probe["url"] = landed
@@ -905,7 +947,8 @@ def check_phone(browser, url: str, out: Path, stem: str):
                     open_page(page, url, wait_until="load")
                 tap_contents_entry(page, url, problems, out, stem)
     # The titles of collapsed solutions and dropdowns open them.
-    nav["titles"] = tap_collapsed_titles(page, url, problems)
+    with phase('phone: collapsed titles'):
+        nav["titles"] = tap_collapsed_titles(page, url, problems)
     # Math and page width, with everything a reader can open opened.
     if page.evaluate(EXPAND) or nav["titles"]:
         page.wait_for_timeout(300)  # let the page settle (book.js refits math when the text resizes)
@@ -921,7 +964,8 @@ def check_phone(browser, url: str, out: Path, stem: str):
     # Figures: their shape, and a tap opens each on the page.
     figures, distorted = figure_shapes(page, "phone")
     problems += distorted
-    tapped, nav["figures"] = open_figures(page, url, "phone", touch=True)
+    with phase('phone: figures'):
+        tapped, nav["figures"] = open_figures(page, url, "phone", touch=True)
     problems += tapped
     to_dark(page)  # the first screen in dark mode
     page.evaluate("() => window.scrollTo(0, 0)")
@@ -936,8 +980,13 @@ def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cach
     url = urljoin(base, rel)
     stem = rel.replace("/", "__")
     shot = out / (stem + ".png")
-    probe, problems = check_desktop(browser, url, site, out, shot, anchors_cache)
-    phone, nav, phone_problems = check_phone(browser, probe["url"], out, stem)
+    start = time.perf_counter()
+    with phase('desktop'):
+        probe, problems = check_desktop(browser, url, site, out, shot, anchors_cache)
+    with phase('phone'):
+        phone, nav, phone_problems = check_phone(browser, probe["url"], out, stem)
+    with _PHASE_LOCK:
+        PAGE_SECONDS[rel] = time.perf_counter() - start
     problems = list(dict.fromkeys(problems + phone_problems))  # one failure can be reported by two events
     light, dark = probe["contrast"].get("light", "?"), probe["contrast"].get("dark", "?")
     ok = not problems
@@ -967,7 +1016,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "site-check")
     parser.add_argument("--allow-missing-browser", action="store_true")
     parser.add_argument("--workers", type=int, default=2, help="browsers checking pages at once (default 2)")
+    parser.add_argument("--times", action="store_true", help="print the time spent in each step")
+    parser.add_argument("--pages", nargs="+", metavar="GLOB",
+                        help="check only the pages matching these patterns (e.g. 'chapters/01_*' index.html)")
+    parser.add_argument("--full-page", action="store_true",
+                        help="screenshot the whole page at desktop width (default: its first screen)")
     args = parser.parse_args()
+    global FULL_PAGE
+    FULL_PAGE = args.full_page
     chromium = find_chromium()
     if chromium is None:
         print("site-check: SKIPPED, no Chromium found (install Debian's package: apt-get install -y chromium)")
@@ -985,6 +1041,11 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
                    if not p.relative_to(site).as_posix().startswith("_"))
+    if args.pages:
+        pages = [p for p in pages if any(fnmatch.fnmatch(p, pattern) for pattern in args.pages)]
+        if not pages:
+            print(f"site-check: no page matches {' '.join(args.pages)}")
+            return 1
     server, base = serve(site)
     start = time.perf_counter()
     anchors_cache: dict = {}
@@ -1039,6 +1100,11 @@ def main() -> int:
     failed = results.count(False)
     print(f"site-check: {len(results) - failed} passed, {failed} failed ({len(results)} pages, "
           f"{time.perf_counter() - start:.0f} s, screenshots in {args.out})")
+    if args.times:
+        for name, seconds in sorted(PHASE_SECONDS.items(), key=lambda kv: -kv[1]):
+            print(f"site-check time: {name:30s} {seconds:7.1f} s")
+        for name, seconds in sorted(PAGE_SECONDS.items(), key=lambda kv: -kv[1]):
+            print(f"site-check time: {name:40s} {seconds:7.1f} s")
     return 1 if failed else 0
 
 

@@ -597,31 +597,49 @@ def _walk_powers(U: np.ndarray, log_c: float, steps: int, inclusive: bool = Fals
     costs no SVD. Stops at the first ``Q`` with ``||T^Q|| <= 1/2`` (or ``T^Q = 0``). Returns
     ``(log_peak, ended, P, log_P)``: the log of the largest norm over ``0 <= q < Q`` (``q < steps``
     if it did not end, ``q <= steps`` with ``inclusive``; ``||T^0|| = 1``), whether it ended, and (if
-    not) ``T^steps = exp(log_P) P`` with ``||P|| = 1``. Each power is normalised as it is formed, so
-    the walk neither overflows nor underflows; a norm beyond the largest float raises
-    :class:`_KappaOverflow` (naming ``A``, whose largest entry is ``top``).
+    not) ``T^steps = exp(log_P) P`` with ``||P|| = 1``. Each power is normalised (Frobenius) as it
+    is formed, so the walk neither overflows nor underflows; the spectral norms of a block of
+    powers are taken in one batched SVD (a block holds at most about 8 MB). A norm beyond the
+    largest float raises :class:`_KappaOverflow` (naming ``A``, whose largest entry is ``top``).
     """
-    P = np.eye(U.shape[0])
-    log_scale, log_peak = 0.0, 0.0  # T^0 = I: spectral norm 1
-    for q in range(1, steps + 1):
-        P = U @ P
-        size = float(np.linalg.norm(P, 2 if spectral else None))
-        if size == 0.0:
+    N = U.shape[0]
+    block = max(1, min(64, (1 << 20) // (N * N)))
+    P = np.eye(N)
+    log_scale, log_peak = 0.0, 0.0  # T^0 = I, spectral norm 1; T^q = exp(log_scale) P with ||P||_F = 1 below
+    powers, log_fro = np.empty((block, N, N)), np.empty(block)
+    q = 0
+    while q < steps:
+        b = min(block, steps - q)
+        zero = b
+        for j in range(b):
+            P = U @ P
+            size = math.sqrt(float(np.vdot(P, P)))
+            if size == 0.0:
+                zero = j
+                break
+            P = P / size
+            powers[j] = P
+            log_scale += log_c + math.log(size)
+            log_fro[j] = log_scale
+        log_norm = log_fro[:zero].copy()
+        if spectral and zero:
+            log_norm += np.log(np.linalg.norm(powers[:zero], 2, axis=(1, 2)))
+        for j in range(zero):
+            if log_norm[j] <= _LOG_HALF:
+                return log_peak, True, None, float(log_norm[j])
+            if log_norm[j] > _LOG_MAX:
+                value = "" if spectral else "a bound on "
+                raise _KappaOverflow(
+                    f"A has {value}||A^l|| / rho_bar^l = exp({log_norm[j]:.6g}) > the largest float at a lag "
+                    f"l >= {q + j + 1}, so kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale "
+                    f"A's off-normal part (largest entry {top:.3e}) or use a normal A")
+            if q + j + 1 < steps or inclusive:
+                log_peak = max(log_peak, float(log_norm[j]))
+        if zero < b:
             return log_peak, True, None, -np.inf
-        log_norm = log_scale + log_c + math.log(size)
-        if log_norm <= _LOG_HALF:
-            return log_peak, True, None, log_norm
-        if log_norm > _LOG_MAX:
-            value = "" if spectral else "a bound on "
-            raise _KappaOverflow(
-                f"A has {value}||A^l|| / rho_bar^l = exp({log_norm:.6g}) > the largest float at a lag l >= {q}, "
-                f"so kappa(rho_bar) is not representable (rho_bar = {rho_bar!r}); rescale A's off-normal part "
-                f"(largest entry {top:.3e}) or use a normal A")
-        if q < steps or inclusive:
-            log_peak = max(log_peak, log_norm)
-        P /= size
-        log_scale = log_norm
-    return log_peak, False, P, log_scale
+        q += b
+    last = float(log_norm[b - 1])
+    return log_peak, False, P * math.exp(log_scale - last), last
 
 
 def _kappa_bound(A: np.ndarray, rho_bar: float) -> tuple[float, bool]:
