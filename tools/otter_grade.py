@@ -40,7 +40,9 @@ The CSV is not overwritten (hand-graded scores may have been entered in it) unle
 
 ``--answers DIR`` grades nothing: it gathers the answers to each question graded by hand
 into ``DIR/<chapter>/<question>.md``, student after student (``make answers``), to be read
-one question at a time across the class.
+one question at a time across the class, below the book's solution and the question's rubric
+(instructors/rubrics.yml); beside each, ``<question>.scores.csv`` is a score sheet to fill in,
+which tools/hand_scores.py merges into the CSV.
 """
 from __future__ import annotations
 
@@ -57,6 +59,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hand_scores  # noqa: E402  (the rubrics and score sheets of the answers graded by hand)
+
+sys.path.pop(0)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OTTER_DIR = ROOT / "_build" / "otter"
@@ -694,15 +701,19 @@ def collect_answers(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR
                     force: bool = False) -> list[Path]:
     """Write, for each question graded by hand, one Markdown file with every student's answer to it.
 
-    ``out/<chapter>/<question>.md`` holds, student by student, the *Type your answer here*
+    ``out/<chapter>/<question>.md`` holds the book's solution and the question's rubric
+    (instructors/rubrics.yml), then, student by student, the *Type your answer here*
     cell and the code of the *read by hand* cell (with its printed output), so that a
     grader reads one question across the class instead of one notebook at a time.
-    Returns the files written.
+    Beside it, ``<question>.scores.csv`` is the score sheet to fill in (student, score,
+    comment), merged into the grades CSV by tools/hand_scores.py.
+    Returns the Markdown files written.
     """
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not force:
         raise FileExistsError(f"{out} is not empty: give another folder, or --force")
     sections: dict[tuple[str, str], list[str]] = {}
+    students: dict[tuple[str, str], list[str]] = {}
     for student, notebook, problem in submissions(folder):
         if notebook is None:
             print(f"{student}: {problem}")
@@ -735,13 +746,17 @@ def collect_answers(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR
             else:
                 text += "*(the answer cells of this question were deleted)*\n\n"
             sections.setdefault((name, q["name"]), [f"# {q['name']} (Exercise {q['number']}), {q['points']} points, "
-                                                    "read by hand\n\n"]).append(text)
+                                                    "read by hand\n\n" + hand_scores.answers_preamble(name, q)]
+                                ).append(text)
+            students.setdefault((name, q["name"]), []).append(student)
     written = []
     for (name, question), parts in sections.items():
         path = out / name / f"{question}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(parts), encoding="utf-8")
         written.append(path)
+        # The score sheet to fill in, merged into grades.csv by tools/hand_scores.py.
+        hand_scores.write_score_sheet(out / name / f"{question}{hand_scores.SHEET_SUFFIX}", students[(name, question)])
     print(f"{len(written)} questions read by hand -> {out}/")
     return written
 
