@@ -19,7 +19,7 @@ NBVAL_WORKERS ?= 2
 NBVAL := $(BIN)/python tools/check_outputs.py --workers $(NBVAL_WORKERS)
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: otter otter-env grade answers test-otter test-otter-extended pdf pdf-student pdf-chapters test-pdf test-pdf-extended book test test-extended test-all test-lib test-lib-extended test-standalone-extended test-standalone-all test-site-extended test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
+.PHONY: otter otter-env grade gradebook hand-scores rubrics-check answers test-otter test-otter-extended pdf pdf-student pdf-chapters test-pdf test-pdf-extended book test test-extended test-all test-lib test-lib-extended test-standalone-extended test-standalone-all test-site-extended test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -185,6 +185,26 @@ grade: $(OTTER_STAMP)
 	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 	  $(if $(HIDE_HIDDEN),--hide-hidden-cases) $(if $(FORCE),--force) $(if $(WORKERS),--workers $(WORKERS))
 
+# The scores of the answers graded by hand (answers/<chapter>/<question>.scores.csv, filled in with the
+# rubric at the top of each answers file) merged into a copy of the grades (tools/hand_scores.py):
+#   make hand-scores [ANSWERS=answers] [GRADES=grades.csv] [HAND_GRADES=grades-hand.csv] [FORCE=1]
+HAND_GRADES ?= $(basename $(GRADES))-hand.csv
+hand-scores: $(OTTER_STAMP)
+	$(OTTER_BIN)/python tools/hand_scores.py merge "$(ANSWERS)" --into "$(GRADES)" --out "$(HAND_GRADES)" $(if $(FORCE),--force)
+
+# Every hand-graded question has a rubric whose points sum to the question's (instructors/rubrics.yml).
+rubrics-check: $(OTTER_STAMP)
+	$(OTTER_BIN)/python tools/hand_scores.py check-rubrics
+
+# One row per student from the CSV of `make grade`, with totals (instructors/course.example.yml),
+# or Canvas's or Gradescope's import columns (tools/gradebook.py; grades nothing).
+#   make gradebook [GRADES=grades.csv] [ROSTER=roster.csv] [COURSE=course.yml] [FORMAT=plain|canvas|gradescope] [OUT=gradebook.csv]
+gradebook: $(STAMP)
+	@test -f "$(GRADES)" || { echo "usage: make gradebook GRADES=grades.csv [ROSTER=roster.csv] [COURSE=course.yml] [FORMAT=plain|canvas|gradescope] [OUT=gradebook.csv]"; exit 2; }
+	$(BIN)/python tools/gradebook.py "$(GRADES)" --out "$(or $(OUT),gradebook.csv)" \
+	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(COURSE),--course "$(COURSE)") \
+	  $(if $(FORMAT),--format $(FORMAT)) $(if $(OTTER_DIR),--otter-dir "$(OTTER_DIR)")
+
 # The answers graded by hand, gathered by question: ANSWERS/<chapter>/<question>.md, student after student.
 ANSWERS ?= answers
 answers: $(OTTER_STAMP)
@@ -212,11 +232,11 @@ test-otter-extended: $(STAMP)
 	  $(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8; \
 	EXTENDED=1 OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py
 
-# make test checks six pages in the browser: the front page, the search, the introduction, the
+# make test checks five pages in the browser: the front page (the introduction), the search, the
 # notation table and Chapters 1 and 6 (every kind of content the book has: math, figures, code,
 # folded solutions, tables, the explorers' notes); make test-extended the other pages and the
 # browser check's own tests (planted defects); make site-check every page, with full-page screenshots.
-GATE_PAGES ?= index.html search.html book/intro.html book/notation.html 'chapters/01_*' 'chapters/06_*'
+GATE_PAGES ?= index.html search.html book/notation.html 'chapters/01_*' 'chapters/06_*'
 test-site: $(STAMP) $(AXE)
 	$(BIN)/python tools/site_check.py --allow-missing-browser --pages $(GATE_PAGES)
 
@@ -224,7 +244,7 @@ test-site-extended: $(STAMP) $(AXE)
 	$(BIN)/pytest -q tests/test_site_check.py
 	@test -f _build/html/index.html || $(BUILD)
 	$(BIN)/python tools/site_check.py --allow-missing-browser --pages genindex.html py-modindex.html \
-	  'book/[!in]*' book/instructors.html 'chapters/0[2-5]_*'
+	  'book/[!n]*' 'chapters/0[2-5]_*'
 
 env: $(STAMP)
 

@@ -44,6 +44,7 @@ def test_make_test_checks_the_outputs_under_both_setups_and_the_readme_says_whic
     assert "Sandybridge" in readme and "Haswell" in readme and "SkylakeX" in readme
 
 
+@pytest.mark.extended  # runs nbval on planted notebooks: make test-extended
 def test_a_kernel_dependent_output_fails_in_the_portable_setup(tmp_path):
     """A cell printing the last bits of a matrix product (the BLAS kernel) fails where they differ."""
     code = ("import numpy as np\na = np.random.default_rng(0).standard_normal((200, 200))\n"
@@ -73,6 +74,7 @@ def test_a_notebook_whose_cell_timed_out_is_checked_once_more(tmp_path):
     assert done.returncode == 0 and "native: passed" in done.stdout
 
 
+@pytest.mark.extended  # runs nbval on planted notebooks: make test-extended
 def test_a_wrong_output_is_not_run_again(tmp_path):
     wrong = _notebook(tmp_path / "wrong.ipynb", [("print(3)", "4\n")])
     done = _run("--setup", "native", str(wrong))

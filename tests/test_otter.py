@@ -349,6 +349,7 @@ def test_the_students_stubs_are_the_books_and_every_other_cell_is_the_student_ve
         assert not any(c.outputs for c in code if "source-listing" not in c.metadata.get("tags", []))
 
 
+@pytest.mark.extended  # test_assignments runs the same code cells in make test; make test-extended runs it
 def test_the_untouched_student_notebook_runs_top_to_bottom(otter_dir):
     from nbclient import NotebookClient
 
@@ -361,6 +362,7 @@ def test_the_untouched_student_notebook_runs_top_to_bottom(otter_dir):
     assert printed.count("NOT ATTEMPTED YET") >= 3
 
 
+@pytest.mark.extended  # make test grades Chapters 1 and 3 through the same cells; make test-extended runs it
 def test_what_grading_runs_runs_without_an_error(otter_dir):
     """The cells grading keeps (not tagged otter_ignore), with the book's answers, run cleanly on their own."""
     from nbclient import NotebookClient
@@ -508,6 +510,7 @@ def _text_files(folder: Path):
             yield path
 
 
+@pytest.mark.extended  # builds the students' site: about 30 s; make test-extended runs it
 def test_no_hidden_test_text_in_a_student_file_or_on_a_site(otter_dir, tmp_path):
     hidden = _hidden_lines()
     assert len(hidden) > 100
