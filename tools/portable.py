@@ -28,6 +28,9 @@ checkable with nbval):
 * admonitions (``{admonition}``, ``{note}``, ``{tip}``, dropdowns, ...) become quote
   blocks with a bold title; one with the class ``site-only`` (e.g. "This explorer needs
   a live kernel") is left out;
+* a cell tagged ``source-only`` (cell 1 of each chapter: the note that points a reader of
+  the source to its portable notebook) is left out, as by every product
+  (:func:`bookkit.core.gated_cells`);
 * ``{prf:ref}``, ``{ref}``, ``{numref}``, ``{eq}`` and ``{doc}`` become the text the site
   shows ("Lemma 2.1", "Exercise 3.2", a section's title, "(2.1)", a page's title),
   linked to that page and anchor on the site; citations read as the site's author_year

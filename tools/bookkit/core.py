@@ -12,7 +12,8 @@ nothing here knows about the products:
   equations, sections), in document order as Sphinx numbers them; the site's address;
 * the chapters' figures (:func:`figure_options`: myst-nb's ``mystnb.figure`` metadata);
 * the gated solutions (``{solution-start}`` ... ``{solution-end}``), walked once for every
-  product by :func:`gated_cells`, which also checks their layout.
+  product by :func:`gated_cells`, which also checks their layout and leaves out the cells
+  tagged ``source-only`` (:data:`SOURCE_ONLY`: for readers of the source only).
 
 Imports point one way: ``bookkit`` <- the products (tools/portable.py,
 tools/make_assignments.py, tools/make_otter.py, tools/exercise_catalogue.py, ...) <- their
@@ -49,6 +50,18 @@ ONE_LINE_MATH = re.compile(r"^\$\$(?P<body>.+?)\$\$\s*(?:\((?P<label>[^()\s]+)\)
 BARE_ENV = re.compile(r"^\s*\\begin\{(?P<env>(?:%s)\*?)\}" % "|".join(AMS_ENVIRONMENTS))
 # An opening directive fence as the student versions read it (names without a colon).
 DIRECTIVE_OPEN = re.compile(r"^ {0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z][\w-]*)\}(?P<arg>.*)$")
+
+
+# A chapter cell for readers of the source notebook only: the pointer, right after the set-up
+# cell, to the chapter's portable notebook (notebooks/NN_name.ipynb). Every product drops it:
+# the site and the PDF because it is also tagged remove-cell, the portable, student and Otter
+# notebooks (and the students' site) because :func:`gated_cells` leaves it out.
+SOURCE_ONLY = "source-only"
+
+
+def source_only(cell) -> bool:
+    """Is ``cell`` tagged :data:`SOURCE_ONLY` (for readers of the source notebook only)?"""
+    return SOURCE_ONLY in (cell.get("metadata", {}) or {}).get("tags", [])
 
 
 class BookError(ValueError):
@@ -551,9 +564,14 @@ def gated_cells(cells, where: str = "notebook", error: type[Exception] = BookErr
     ``{solution-start}`` or ``{solution-end}`` anywhere but at the start of its cell, one
     inside another, an end without a start, a solution that ends in its start cell, and
     a start without an end (raised when the walk reaches the last cell).
+
+    Cells tagged ``source-only`` (:func:`source_only`) are left out of the walk, so no
+    product built on it holds them; the others keep their index in ``cells``.
     """
     label = None          # the exercise label while inside a gated solution
     for index, cell in enumerate(cells):
+        if source_only(cell):
+            continue
         if cell.cell_type != "markdown":
             yield GatedCell(index, cell, "outside" if label is None else "inside", label or "")
             continue

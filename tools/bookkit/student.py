@@ -4,8 +4,8 @@ Every product that hands a chapter to students starts here: the student notebook
 students' site (tools/make_assignments.py), the portable student notebooks
 (tools/portable.py), the Otter assignments (tools/make_otter.py) and the student PDF:
 
-* every gated solution is removed (the walk of :func:`bookkit.core.gated_cells`), and
-  every ``{solution}`` directive block;
+* every gated solution is removed (the walk of :func:`bookkit.core.gated_cells`, which
+  also leaves out the cells tagged ``source-only``), and every ``{solution}`` directive block;
 * the stub of each auto-checked exercise (the indented Python block inside the
   ``{exercise}`` directive, ending in a ``check_...(...)`` call) moves out of the
   markdown into a code cell right after the exercise; every other exercise gets an empty
