@@ -603,6 +603,11 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
             return every(0, "the kernel died while the notebook ran (an answer that exits, or runs out of "
                             f"memory): {_one_line(_last_error(done.stderr or done.stdout))}"), \
                 time.perf_counter() - start, "timeout"
+        if "Kernel died before replying to kernel_info" in done.stderr + done.stdout:
+            # the kernel did not start (before any of the submission's code ran): the machine's load,
+            # not the student; graded again alone, as a timeout is
+            return every(0, "the kernel did not start (the machine was busy?): grade this notebook again"), \
+                time.perf_counter() - start, "timeout"
         if done.returncode != 0 or not pickled.exists():
             return every("", f"{NOT_GRADED}: otter run failed: {_one_line(_last_error(done.stderr or done.stdout))}"), \
                 time.perf_counter() - start, "not graded"
