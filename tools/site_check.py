@@ -881,14 +881,22 @@ def tap_collapsed_titles(page, url: str, problems: list[str]) -> int:
         spot = page.evaluate(TITLE_MIDDLE, i)
         if spot is None:
             continue
-        page.touchscreen.tap(spot["x"], spot["y"])
-        try:
-            page.wait_for_function(f"(i) => !document.querySelectorAll('.admonition.toggle')[i].matches('{COLLAPSED}')",
-                                   arg=i, timeout=1000)
-            is_open = True
-        except (PlaywrightTimeout, PlaywrightError):
-            is_open = False
-        where = page.evaluate("() => location.pathname + location.hash")
+        # Two taps at most: on a loaded machine the first can land while the page still
+        # moves (the math is refitted); a title that does not open fails both.
+        for attempt in range(2):
+            page.touchscreen.tap(spot["x"], spot["y"])
+            try:
+                page.wait_for_function(
+                    f"(i) => !document.querySelectorAll('.admonition.toggle')[i].matches('{COLLAPSED}')",
+                    arg=i, timeout=2000)
+                is_open = True
+            except (PlaywrightTimeout, PlaywrightError):
+                is_open = False
+            where = page.evaluate("() => location.pathname + location.hash")
+            if is_open or where != spot["url"]:
+                break
+            settle(page)
+            spot = page.evaluate(TITLE_MIDDLE, i) or spot
         if is_open and where == spot["url"]:
             opened += 1
             continue
