@@ -288,8 +288,7 @@ class LinearSSM(_Layer):
         ``X``, shape (n, d), only sets the length ``n``: the operator of an
         LTI SSM does not depend on the input.
         """
-        # X only sets the length n (A, B, C, D were checked in __init__)
-        n = self._operator_length(X)
+        n = self._operator_length(X)          # X only sets the length n
         # Theorem 1.1: the lags K[l] = C A^l B, with K[0] = C B + D
         K = _checked_lags(self.A, self.B, self.C, n, self.D)
         # W[i, j] = K[i - j] for j <= i, zero above the diagonal
