@@ -25,6 +25,40 @@ def test_exact_heads_matches_lag_span_dimension_running_count():
     assert err < 1e-10
 
 
+# 1b. ... including the rounding floor tau_l: lags that cancel to zero get no
+# head (Chapter 2's cancelling modes: K_0 = K_1 = 0 exactly, computed ones of
+# size 1e-16, which the relative rule alone counted as a second head)
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_heads_count_the_rounding_floor_like_lag_span_dimension(seed):
+    rng = np.random.default_rng(seed)
+    A = np.diag([0.5, 0.6, 0.7])
+    b, u = rng.standard_normal(4), rng.standard_normal(3)
+    B, C = np.tile(b, (3, 1)), np.stack([u, -2 * u, u], axis=1)
+    for n in (2, 3, 8, 64):
+        k = span.lag_span_dimension(A, B, C, n)
+        assert k == (0 if n <= 2 else 1)  # the exact values
+        fh = heads.exact_heads(A, B, C, n)
+        assert fh.num_heads == k
+        if k:  # the one head still reproduces every lag
+            K = models.lag_operators(A, B, C, n)
+            err = np.max(np.abs(fh.lag_operators() - K)) / np.max(np.abs(K))
+            assert err < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_heads_match_lag_span_dimension_on_random_systems(seed):
+    rng = np.random.default_rng(100 + seed)
+    N, p, d = (int(v) for v in rng.integers(1, 6, size=3))
+    s = sh.systems.random_stable(N, p, d, seed=seed)
+    for n in (1, 5, 40):
+        k = span.lag_span_dimension(s.A, s.B, s.C, n)
+        fh = heads.exact_heads(s.A, s.B, s.C, n)
+        assert fh.num_heads == k
+        K = models.lag_operators(s.A, s.B, s.C, n)
+        err = np.max(np.abs(fh.lag_operators() - K)) / np.max(np.abs(K))
+        assert err < 1e-10
+
+
 # 2. span near overflow
 def test_span_rank_basis_singular_values_near_overflow():
     rng = np.random.default_rng(0)

@@ -26,8 +26,8 @@ from scipy.optimize import linprog
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size, check_total
 from .models import _check_system, _checked_lags, _Layer, _spectral_radius
 from .operator import _toeplitz
-from .span import (_check_rtol, _default_rtol, _minimal_polynomial_degree, _rank_from, _running_count, _span_basis,
-                   _unvec, _vec)
+from .span import (_check_rtol, _default_rtol, _lag_floors, _minimal_polynomial_degree, _rank_from, _running_count,
+                   _span_basis, _unvec, _vec)
 
 __all__ = [
     "FactorizedHeads",
@@ -424,7 +424,9 @@ def exact_heads(A, B, C, n: int, rtol: float | None = None) -> FactorizedHeads:
     coefficients are the coordinates ``c_h(l) = <V_h, K_l>_F`` (the head-count theorem,
     Theorem 3.1). The number of heads ``k`` is counted by the rule of
     :func:`ssmheads.span.lag_span_dimension` (the largest count over the prefixes of
-    the lags, capped at the minimal polynomial degree), and the value maps are the
+    the lags, each against ``rtol sigma_1 + tau_l`` with ``tau_l`` the bound on the
+    rounding error of its computed lags, capped at the minimal polynomial degree),
+    so lags that cancel to zero get no head, and the value maps are the
     top ``k`` left singular directions of ``[vec K_0, ..., vec K_{n-1}]``; the
     construction itself is the private core ``_exact_heads``, which the chapter shows.
 
@@ -461,9 +463,12 @@ def _exact_heads(A: np.ndarray, B: np.ndarray, C: np.ndarray,
     K = _checked_lags(A, B, C, n)
     # G = [vec K_0, ..., vec K_{n-1}] (scaled, as _scaled_vec says)
     G = _scaled_vec(K)
-    # k = dim span{K_l}: Chapter 2's rank rule, at most m = deg mu_A
+    # tau_l: Chapter 2's rounding floor of the first l lags, scaled as G
+    floors = np.ldexp(_lag_floors(A, B, C, n), -_binary_exponent(K))
+    # k = dim span{K_l}: Chapter 2's rank rule, each prefix against
+    # rtol sigma_1 + tau_l, at most m = deg mu_A
     m = _minimal_polynomial_degree(A, rtol)
-    k = _running_count(G, p, d, rtol, m)
+    k = _running_count(G, p, d, rtol, m, floors)
     # thin SVD G = U S Q^T; the basis V_h = unvec(U_h), h <= k
     U, _, _ = np.linalg.svd(G, full_matrices=False)
     values = np.ascontiguousarray(_unvec(U[:, :k], p, d))
