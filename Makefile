@@ -160,12 +160,14 @@ test-standalone-all:
 # Instructors: Otter-Grader assignments (tools/make_otter.py). Otter lives in its own
 # environment, .venv-otter, from requirements-instructor.txt (about 800 MB; never in the
 # readers' .venv or Binder); it is also the grading environment.
-#   make otter [SITE_URL=https://...] [HIDDEN=my_hidden_tests.py] [QUESTION_TIMEOUT=20]
+#   make otter [SITE_URL=https://...] [HIDDEN=my_hidden_tests.py] [QUESTION_TIMEOUT=20] [COURSE=course.yml]
 #       a master notebook per chapter, then `otter assign`: _build/otter/<chapter>/student/
-#       (the notebook to hand out) and autograder/ (the zip for Gradescope or `make grade`)
-#   make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=...] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1] [WORKERS=2]
+#       (the notebook to hand out) and autograder/ (the zip for Gradescope or `make grade`);
+#       COURSE (instructors/course.example.yml): which exercises are graded, their points, show_hidden
+#   make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=...] [TIMEOUT=300] [HIDE_HIDDEN=1|0] [FORCE=1] [WORKERS=2] [COURSE=course.yml]
 #       grades every notebook in the folder with `otter run` (no Docker) into one CSV (never
-#       overwritten without FORCE=1: hand-graded scores may be in it)
+#       overwritten without FORCE=1: hand-graded scores may be in it); COURSE: workers, dropped
+#       questions (marked), hidden messages by show_hidden_after_due and due (HIDE_HIDDEN=1/0 wins)
 OTTER_VENV ?= .venv-otter
 OTTER_BIN  := $(OTTER_VENV)/bin
 OTTER_STAMP := $(OTTER_VENV)/.installed
@@ -182,13 +184,14 @@ $(OTTER_STAMP): requirements-instructor.txt pyproject.toml
 
 otter: $(STAMP) $(OTTER_STAMP)
 	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN)) \
-	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT))
+	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT)) $(if $(COURSE),--course "$(COURSE)")
 
 grade: $(OTTER_STAMP)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=01_unified_operator] [TIMEOUT=300] [HIDE_HIDDEN=1] [FORCE=1] [WORKERS=2]"; exit 2; }
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=01_unified_operator] [TIMEOUT=300] [HIDE_HIDDEN=1|0] [FORCE=1] [WORKERS=2] [COURSE=course.yml]"; exit 2; }
 	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)" \
 	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
-	  $(if $(HIDE_HIDDEN),--hide-hidden-cases) $(if $(FORCE),--force) $(if $(WORKERS),--workers $(WORKERS))
+	  $(if $(filter 0,$(HIDE_HIDDEN)),--show-hidden-cases,$(if $(HIDE_HIDDEN),--hide-hidden-cases)) $(if $(FORCE),--force) $(if $(WORKERS),--workers $(WORKERS)) \
+	  $(if $(COURSE),--course "$(COURSE)")
 
 # The scores of the answers graded by hand (answers/<chapter>/<question>.scores.csv, filled in with the
 # rubric at the top of each answers file) merged into a copy of the grades (tools/hand_scores.py):
@@ -225,7 +228,7 @@ test-otter: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \
 	  echo "test-otter: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
 	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8 && \
-	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py
+	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_course.py
 
 # Every chapter's untouched notebook graded, and the grading audit (honest, cheating, hanging and
 # broken submissions; make test-extended),
@@ -235,7 +238,7 @@ test-otter-extended: $(STAMP)
 	  echo "test-otter-extended: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
 	test -f _build/otter-test/01_unified_operator/source.json || \
 	  $(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8; \
-	EXTENDED=1 OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py
+	EXTENDED=1 OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py tests/test_course.py
 
 # make test checks five pages in the browser: the front page (the introduction), the search, the
 # notation table and Chapters 1 and 6 (every kind of content the book has: math, figures, code,

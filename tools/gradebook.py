@@ -38,9 +38,11 @@ roster with no submission gets zeros and the note "no submission", and a submiss
 is not on the roster is refused (fix the roster or rename the submission: a grade must never
 go to nobody).
 
-The course configuration (``--course``; see instructors/course.example.yml) may hold
-``extra_credit``, ``dropped``, ``weights``, ``due``, ``late_policy`` and
-``show_hidden_after_due``; any other key, or a value of the wrong type, is refused.
+The course configuration (``--course``; see instructors/course.example.yml, read by
+tools/course.py) gives the gradebook ``extra_credit``, ``dropped``, ``weights``, ``due`` and
+``late_policy``; its other keys (``exercises``, ``points``, ``workers``,
+``show_hidden_after_due``) are for ``make otter`` and ``make grade`` (the questions and points
+they chose are in the source.json files). Any other key, or a value of the wrong type, is refused.
 
 ``--format canvas`` and ``--format gradescope`` write the columns those systems import (see
 CANVAS_COLUMNS and GRADESCOPE_COLUMNS below); both need a roster.
@@ -56,7 +58,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+# The course file's model and parser live in tools/course.py (make otter and make grade read it too);
+# parse_course and read_course keep their names here.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from course import Course, CourseError, parse_course, read_course, when  # noqa: E402,F401  (tools/: no package)
+
+sys.path.pop(0)
+_when = when   # an aware datetime from an ISO string (the roster's submitted times)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OTTER_DIR = ROOT / "_build" / "otter"
@@ -210,24 +218,6 @@ class Student:
     section: str = ""
 
 
-def _when(value, where: str) -> dt.datetime:
-    """An aware datetime from an ISO string or a YAML datetime; a time without zone is UTC."""
-    if isinstance(value, dt.datetime):
-        when = value
-    elif isinstance(value, str):
-        try:
-            when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise GradebookError(f"{where}: {value!r} is not an ISO date and time "
-                                 "(expected e.g. 2026-12-01T17:00:00+01:00)") from None
-        if "T" not in value and " " not in value.strip():
-            raise GradebookError(f"{where}: {value!r} has no time of day (expected e.g. 2026-12-01T23:59:00Z)")
-    else:
-        raise GradebookError(f"{where}: expected an ISO date and time, e.g. 2026-12-01T17:00:00Z; got "
-                             f"{type(value).__name__} {value!r}")
-    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
-
-
 def read_roster(path: Path) -> list[Student]:
     path = Path(path)
     try:
@@ -259,102 +249,6 @@ def read_roster(path: Path) -> list[Student]:
 
 
 # --------------------------------------------------------------------------- course configuration
-
-@dataclass
-class Course:
-    extra_credit: list[str] | None = None     # names or labels; None: by stars
-    extra_stars: tuple[int, ...] = (3,)
-    dropped: list[str] = field(default_factory=list)
-    weights: dict[str, float] = field(default_factory=dict)
-    due: dt.datetime | None = None
-    per_day: float = 0.0
-    max_days: int | None = None
-    show_hidden_after_due: bool | None = None
-
-
-KEYS = ("extra_credit", "dropped", "weights", "due", "late_policy", "show_hidden_after_due")
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _names(value, key: str) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise GradebookError(f"{key}: expected a list of question names or exercise labels "
-                             f"(e.g. [ex3.4, ex-tail]); got {value!r}")
-    return [v.strip() for v in value]
-
-
-def parse_course(data, where: str = "course.yml") -> Course:
-    """A validated course configuration; any unknown key or wrong type is refused by name."""
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise GradebookError(f"{where}: expected a mapping of {', '.join(KEYS)}; got {type(data).__name__}")
-    unknown = [str(k) for k in data if k not in KEYS]
-    if unknown:
-        raise GradebookError(f"{where}: unknown key(s) {', '.join(unknown)}; the keys are {', '.join(KEYS)}")
-    course = Course()
-    if "extra_credit" in data:
-        value = data["extra_credit"]
-        if isinstance(value, dict):
-            if set(value) != {"stars"}:
-                raise GradebookError(f"{where}: extra_credit: a mapping holds only 'stars' (e.g. {{stars: 3}}); "
-                                     f"got {', '.join(map(str, value))}")
-            stars = value["stars"] if isinstance(value["stars"], list) else [value["stars"]]
-            if not stars or not all(s in (1, 2, 3) and not isinstance(s, bool) for s in stars):
-                raise GradebookError(f"{where}: extra_credit: stars: expected 1, 2 or 3 (or a list of them); "
-                                     f"got {value['stars']!r}")
-            course.extra_stars = tuple(sorted(set(stars)))
-        else:
-            course.extra_credit = _names(value, f"{where}: extra_credit")
-    course.dropped = _names(data.get("dropped"), f"{where}: dropped")
-    weights = data.get("weights") or {}
-    if not isinstance(weights, dict):
-        raise GradebookError(f"{where}: weights: expected a mapping of chapter, question or label to a "
-                             f"multiplier (e.g. {{03_head_count: 2}}); got {weights!r}")
-    for key, value in weights.items():
-        if not _number(value) or value < 0:
-            raise GradebookError(f"{where}: weights: {key}: expected a number >= 0; got {value!r}")
-    course.weights = {str(k): float(v) for k, v in weights.items()}
-    if data.get("due") is not None:
-        course.due = _when(data["due"], f"{where}: due")
-    if "late_policy" in data:
-        policy = data["late_policy"]
-        if not isinstance(policy, dict) or not set(policy) <= {"per_day", "max_days"} or "per_day" not in policy:
-            raise GradebookError(f"{where}: late_policy: expected {{per_day: fraction, max_days: days}} "
-                                 f"(max_days optional); got {policy!r}")
-        if not _number(policy["per_day"]) or not 0 <= policy["per_day"] <= 1:
-            raise GradebookError(f"{where}: late_policy: per_day: expected a fraction from 0 to 1; "
-                                 f"got {policy['per_day']!r}")
-        days = policy.get("max_days")
-        if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 0):
-            raise GradebookError(f"{where}: late_policy: max_days: expected a whole number of days >= 0; "
-                                 f"got {days!r}")
-        if course.due is None:
-            raise GradebookError(f"{where}: late_policy needs due (the due date and time)")
-        course.per_day, course.max_days = float(policy["per_day"]), days
-    if "show_hidden_after_due" in data:
-        if not isinstance(data["show_hidden_after_due"], bool):
-            raise GradebookError(f"{where}: show_hidden_after_due: expected true or false; "
-                                 f"got {data['show_hidden_after_due']!r}")
-        course.show_hidden_after_due = data["show_hidden_after_due"]
-    return course
-
-
-def read_course(path: Path) -> Course:
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise GradebookError(f"--course: {path} cannot be read ({error.strerror})") from None
-    except yaml.YAMLError as error:
-        raise GradebookError(f"--course {path}: not valid YAML ({error})") from None
-    return parse_course(data, str(path))
-
 
 def days_late(submitted: dt.datetime | None, due: dt.datetime | None) -> int:
     """Days started after ``due`` (0 when on time): 1.5 days late is 2."""
@@ -503,8 +397,8 @@ def build(submissions: dict[str, Submission], questions: dict[str, Question], co
                         (auto + by_hand) * factor, maximum, "; ".join(notes)))
     notes = []
     if course.show_hidden_after_due is not None:
-        notes.append(f"show_hidden_after_due: {str(course.show_hidden_after_due).lower()} (not applied by the "
-                     "gradebook: grade with HIDE_HIDDEN=1 for the messages students see before the due date)")
+        notes.append(f"show_hidden_after_due: {str(course.show_hidden_after_due).lower()} (applied by `make otter "
+                     "COURSE=...` and `make grade COURSE=...`, not by the gradebook)")
     return Gradebook(columns, chapters, rows, extra, dropped, notes)
 
 
@@ -576,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
         stars = load_stars(args.chapters) if course.extra_credit is None else None
         book = build(read_grades(args.grades, questions), questions, course, roster, stars)
         write(book, args.out, args.format)
-    except GradebookError as error:
+    except (GradebookError, CourseError) as error:
         print(f"gradebook: {error}", file=sys.stderr)
         return 2
     for note in book.notes:

@@ -2,7 +2,7 @@
 """Otter-Grader assignments from the chapters: a master notebook per chapter, then ``otter assign``.
 
 Usage: python tools/make_otter.py [--out DIR] [--site-url URL] [--hidden FILE] [--otter PATH]
-(``make otter``; default DIR: _build/otter)
+[--course FILE] (``make otter``; default DIR: _build/otter)
 
 For each chapter notebook in chapters/ this writes
 
@@ -33,6 +33,13 @@ For each chapter notebook in chapters/ this writes
   and of the hidden tests, the site address), so that the students' site
   (tools/make_assignments.py) offers these notebooks for download only while they are
   current.
+
+With ``--course FILE`` (``make otter COURSE=course.yml``; tools/course.py), only the
+exercises or questions of the course's ``exercises`` become Otter questions (the others stay in
+the notebook as ungraded *Practice*, which grading skips: see ``master_notebook``), with the
+course's ``points``; ``show_hidden_after_due: true`` sets Otter's ``show_hidden``, so that
+Gradescope shows the hidden tests' results once grades are published. A name that stands for
+nothing is refused before ``otter assign`` runs. Without it, the assignments are the book's.
 
 Grading: tools/otter_grade.py (``make grade``).
 """
@@ -65,6 +72,7 @@ OTTER_VENV = ROOT / ".venv-otter"
 RUNTIME = ("ipykernel", "ipywidgets", "matplotlib", "numpy", "scipy", "jax", "jaxlib")  # JAX: Chapter 6
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course as courses  # noqa: E402  (the course file: which exercises, their points, show_hidden)
 import exercise_catalogue as catalogue  # noqa: E402
 import make_assignments as assignments  # noqa: E402
 import portable  # noqa: E402
@@ -509,6 +517,71 @@ class Question:
     cases: int = 0       # an auto-graded question: its hidden cases, each worth points / cases
 
 
+def _tidy(points):
+    """``points`` as an int when it is whole (4, not 4.0: Otter's config and source.json keep the book's form)."""
+    return int(points) if float(points).is_integer() else float(points)
+
+
+class Selection:
+    """What a course file (tools/course.py) makes of the chapters' questions: which are graded, their points.
+
+    ``graded(chapter, name, label)`` says whether a question is in the course's ``exercises``
+    (all are without that key); ``points(name, label, default)`` its points: the course's for
+    its name, else its share of the course's for its exercise's label, else ``default``.
+    Each call records what it was asked about, so that :meth:`check`, once every chapter has
+    been seen, refuses a name in ``exercises`` or ``points`` that stands for nothing, and a
+    ``points`` entry for a question that is not graded.
+    """
+
+    def __init__(self, course: courses.Course | None = None, where: str = "course"):
+        self.course = course or courses.Course()
+        self.where = where
+        self.known: set[str] = set()     # every chapter, question name and label seen
+        self.graded_refs: set[str] = set()   # the names and labels of the graded questions
+        self.practice: dict[str, list[str]] = {}   # chapter -> labels whose code is not graded
+
+    @property
+    def everything(self) -> bool:
+        """Whether the course grades every question with the book's points (nothing to choose)."""
+        return self.course.exercises is None and not self.course.points
+
+    def graded(self, chapter: str, name: str, label: str) -> bool:
+        self.known |= {chapter, name, label}
+        refs = self.course.exercises
+        chosen = refs is None or bool({chapter, name, label} & set(refs))
+        if chosen:
+            self.graded_refs |= {name, label}
+        return chosen
+
+    def points(self, name: str, label: str, default, share: float = 1.0):
+        """The points of question ``name``: the course's, or ``share`` of its exercise's, or ``default``."""
+        given = self.course.points
+        if name in given:
+            return _tidy(given[name])
+        if label in given:
+            return _tidy(given[label] * share)
+        return default
+
+    def check(self) -> None:
+        """Refuse a name of ``exercises`` or ``points`` that no chapter has, or points for an ungraded question."""
+        for key, refs in (("exercises", self.course.exercises or []), ("points", list(self.course.points))):
+            unknown = [r for r in refs if r not in self.known]
+            if unknown:
+                raise OtterError(f"{self.where}: {key}: {', '.join(map(repr, unknown))}: neither a chapter "
+                                 "(03_head_count), an exercise label (ex-tail) nor a question (ex3.4, "
+                                 "ex3.2-written) of the chapters" + (" (points take no chapter)"
+                                                                     if key == "points" else ""))
+        chapters = {r for r in self.known if re.fullmatch(r"\d\d_\w+", r)}
+        wrong = [r for r in self.course.points if r in chapters]
+        if wrong:
+            raise OtterError(f"{self.where}: points: {', '.join(map(repr, wrong))}: a chapter; give points to a "
+                             "question (ex3.4) or an exercise label (ex-tail)")
+        idle = [r for r in self.course.points if r not in self.graded_refs]
+        if idle:
+            raise OtterError(f"{self.where}: points: {', '.join(map(repr, idle))}: not graded (the course's "
+                             "exercises leave it out)")
+
+
 INTRO = (
     "**This notebook is an assignment.** Answer each exercise in the cells right below it. An "
     "auto-checked exercise (✓) has a code cell with a stub: replace its `...` with your code and "
@@ -532,21 +605,37 @@ INTRO = (
 STUDENT_LINE = re.compile(r"Student version: the solutions are removed, .*?checks it\)\. ")
 
 
-def _with_note(title: str) -> str:
+PRACTICE = ("The exercises (or parts) marked *Practice* are not graded in this course: grading does not run "
+            "their cells.")
+
+
+def _with_note(title: str, practice: bool = False) -> str:
     """The title cell with the assignment's note right under the line that says where it comes from."""
     lines = title.split("\n")
     k = next((i for i, ln in enumerate(lines) if ln.startswith("*Chapter")), 0)
     lines[k] = STUDENT_LINE.sub("Assignment version: the solutions are removed. ", lines[k])
-    return "\n".join(lines[:k + 1] + ["", INTRO] + lines[k + 1:])
+    return "\n".join(lines[:k + 1] + ["", INTRO + (" " + PRACTICE if practice else "")] + lines[k + 1:])
 
 
 def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | None = None,
-                    seconds: float = QUESTION_SECONDS, site_url: str | None = None):
+                    seconds: float = QUESTION_SECONDS, site_url: str | None = None,
+                    selection: Selection | None = None):
     """The Otter master notebook of chapter ``path`` and its list of :class:`Question`.
 
     With ``site_url`` (the students' site) the set-up cell installs the library from that
     site, not from the repository (tools/make_assignments.py, ``seal_setup_cell``).
+
+    With ``selection`` (a course file's, :class:`Selection`) only the questions it grades
+    become Otter questions, with its points. An exercise it leaves out stays in the notebook,
+    marked *Practice*: its text, and its stub (with the check students run themselves) or its
+    work cell, which grading skips (tagged ``otter_ignore``). It is kept, not removed, so
+    that the chapter reads as the book does: its text and the other exercises refer to it
+    by its number, and the numbers stay the book's. ``show_hidden_after_due: true`` sets
+    Otter's ``show_hidden``. Without a selection, or with one that chooses nothing, the
+    master is the book's: every exercise graded, with its points.
     """
+    selection = selection or Selection()
+    stem = Path(path).stem
     path = Path(path)
     docname = book.docname_of(path)
     chapter = nbformat.read(path, as_version=4)
@@ -569,10 +658,34 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
         "tests": {"files": False, "ok_format": False},
         "generate": {"pdf": False, "show_stdout": False, "show_hidden": False},
     }
+    if selection.course.show_hidden_after_due:
+        # Otter's `show_hidden` (its autograder configuration, under `generate` in Otter Assign's):
+        # Gradescope then shows the hidden tests' results to students once grades are published
+        # ("Showing Autograder Results": "the stdout will be made available to students only after
+        # grades are published on Gradescope. The same can be done for hidden test outputs using the
+        # show_hidden key", https://otter-grader.readthedocs.io/en/latest/workflow/otter_generate/index.html;
+        # in Otter 7.0.0, otter/test_files/__init__.py gives hidden results the visibility
+        # "after_published" when show_hidden is true, "hidden" when it is false).
+        config["generate"]["show_hidden"] = True
     answers = [c for c in student.cells if c.metadata.get("exercise_stub") or c.metadata.get("exercise_work")]
     first_answer = student.cells.index(answers[0]) if answers else len(student.cells)
+    # Which questions the course grades: the stub's (ex3.2), the prose part's (ex3.2-written), the
+    # work cell's (ex3.4), by label; asked once per question, in the notebook's order.
+    graded: dict[tuple[str, str], bool] = {}
+    for k, cell in enumerate(student.cells):
+        label = cell.metadata.get("exercise_stub") or cell.metadata.get("exercise_work")
+        if label is None:
+            continue
+        number = numbers[label]
+        graded[label, "code" if cell.metadata.get("exercise_stub") else "work"] = \
+            selection.graded(stem, question_name(number), label)
+        if cell.metadata.get("exercise_stub") and k and asks_in_prose(student.cells[k - 1].source):
+            graded[label, "prose"] = selection.graded(stem, question_name(number, True), label)
+    practice = list(dict.fromkeys(label for (label, part), chosen in graded.items() if not chosen))
+    if practice:
+        selection.practice[stem] = practice
     needed = set().union(*(_reads(master_solution_cell(stubs[label], _gated_code(chapter, label), label))
-                           for label in stubs))
+                           for label in stubs if graded.get((label, "code"), True)))
     skipped = cells_to_skip(student.cells[:first_answer], needed)
     for index in skipped:
         student.cells[index].metadata.setdefault("tags", []).append(IGNORE_TAG)
@@ -583,7 +696,7 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
         label = cell.metadata.get("exercise_stub") or cell.metadata.get("exercise_work")
         if label is None:
             if not titled and cell.cell_type == "markdown" and cell.source.startswith("# "):
-                cell.source = _with_note(cell.source)
+                cell.source = _with_note(cell.source, practice=bool(practice))
                 titled = True
             cells.append(cell)
             continue
@@ -601,28 +714,44 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
             written = asks_in_prose(prompt.source)
             if label not in hidden or not hidden[label]:
                 raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
-            auto = Question(question_name(number), label, number, points // 2 if written else points, False,
-                            function=_stub_function(stub, where).name)
-            parts = [source for test in hidden[label] for source in hidden_case_tests(test, 0, seconds)]
-            auto.tests = 1 + len(parts)
-            auto.cases = len(parts)
-            answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where), metadata=dict(cell.metadata))
-            answer.id = cell.id
-            cells += [_raw(f"# BEGIN QUESTION\nname: {auto.name}\npoints: {auto.points}\ncheck_cell: false"),
-                      prompt, _raw("# BEGIN SOLUTION"), answer, _raw("# END SOLUTION"), _raw("# BEGIN TESTS"),
-                      # The visible test is feedback (students run it themselves); the points
-                      # are on the hidden tests, so passing only the visible cases earns none.
-                      _test_cell(visible_test(stub, where, seconds), hidden=False, points=0)]
-            if label not in hidden or not hidden[label]:
-                raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
-            # The points are split over the hidden cases; rounded so that they add up to the question's.
-            shares = [round(auto.points * (k + 1) / len(parts), 6) - round(auto.points * k / len(parts), 6)
-                      for k in range(len(parts))]
-            cells += [_test_cell(source, hidden=True, points=round(share, 6)) for source, share in zip(parts, shares)]
-            cells += [_raw("# END TESTS"), _raw("# END QUESTION")]
-            questions.append(auto)
-            if written:
-                prose = Question(question_name(number, True), label, number, points - auto.points, True)
+            half = points // 2 if written else points
+            if not graded[label, "code"]:
+                # Practice: the stub as students know it, with its check, which grading skips.
+                prompt.source += ("\n\n*Practice: the code of this exercise is not graded (grading does not run "
+                                  "its cell); its questions in prose are, below.*" if written and graded[label, "prose"]
+                                  else "\n\n*Practice: this exercise is not graded (grading does not run its cell).*")
+                cell.metadata["tags"] = [*cell.metadata.get("tags", []), IGNORE_TAG]
+                cells += [prompt, cell]
+            else:
+                auto = Question(question_name(number), label, number,
+                                selection.points(question_name(number), label, half, 0.5 if written else 1.0),
+                                False, function=_stub_function(stub, where).name)
+                parts = [source for test in hidden[label] for source in hidden_case_tests(test, 0, seconds)]
+                auto.tests = 1 + len(parts)
+                auto.cases = len(parts)
+                answer = nbformat.v4.new_code_cell(master_solution_cell(stub, code, where),
+                                                   metadata=dict(cell.metadata))
+                answer.id = cell.id
+                cells += [_raw(f"# BEGIN QUESTION\nname: {auto.name}\npoints: {auto.points}\ncheck_cell: false"),
+                          prompt, _raw("# BEGIN SOLUTION"), answer, _raw("# END SOLUTION"), _raw("# BEGIN TESTS"),
+                          # The visible test is feedback (students run it themselves); the points
+                          # are on the hidden tests, so passing only the visible cases earns none.
+                          _test_cell(visible_test(stub, where, seconds), hidden=False, points=0)]
+                if label not in hidden or not hidden[label]:
+                    raise OtterError(f"{where}: no hidden test for this auto-checked exercise in the hidden tests")
+                # The points are split over the hidden cases; rounded so that they add up to the question's.
+                shares = [round(auto.points * (k + 1) / len(parts), 6) - round(auto.points * k / len(parts), 6)
+                          for k in range(len(parts))]
+                cells += [_test_cell(source, hidden=True, points=round(share, 6))
+                          for source, share in zip(parts, shares)]
+                cells += [_raw("# END TESTS"), _raw("# END QUESTION")]
+                questions.append(auto)
+            if written and not graded[label, "prose"]:
+                if graded[label, "code"]:
+                    prompt.source += "\n\n*Practice: the questions of this exercise in prose are not graded.*"
+            elif written:
+                prose = Question(question_name(number, True), label, number,
+                                 selection.points(question_name(number, True), label, points - half, 0.5), True)
                 ask = nbformat.v4.new_markdown_cell(
                     f"**Exercise {number}, in prose.** Answer here the questions of Exercise {number} "
                     "that the check does not test.")
@@ -636,7 +765,17 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
                           work, _raw("# END SOLUTION"), _raw("# END QUESTION")]
                 questions.append(prose)
             continue
-        manual = Question(question_name(number), label, number, points, True)
+        if not graded[label, "work"]:
+            # Practice: the exercise and its work cell, which grading skips.
+            prompt.source += "\n\n*Practice: this exercise is not graded.*"
+            work = nbformat.v4.new_code_cell(
+                cell.source.replace("(not auto-checked)", "(practice: not graded)"), metadata=dict(cell.metadata))
+            work.id = cell.id
+            work.metadata["tags"] = [*work.metadata.get("tags", []), IGNORE_TAG]
+            cells += [prompt, work]
+            continue
+        manual = Question(question_name(number), label, number,
+                          selection.points(question_name(number), label, points), True)
         work = nbformat.v4.new_code_cell(
             cell.source.rstrip("\n").replace("(not auto-checked)", "(read by hand)") + "\n"
             + ("# BEGIN SOLUTION NO PROMPT\n" + "\n\n".join(solution.code) + "\n# END SOLUTION"
@@ -650,7 +789,7 @@ def master_notebook(path: Path, book, hidden: dict[str, list[str]], name: str | 
                   prompt, _raw("# BEGIN SOLUTION"), *[nbformat.v4.new_markdown_cell(t) for t in texts],
                   work, _raw("# END SOLUTION"), _raw("# END QUESTION")]
         questions.append(manual)
-    missing = set(exercises) - {q.label for q in questions}
+    missing = set(exercises) - {q.label for q in questions} - set(practice)
     if missing:
         raise OtterError(f"{path.name}: exercises without a question: {sorted(missing)}")
     master = nbformat.from_dict(student)
@@ -769,9 +908,16 @@ def finish_student_notebook(path: Path, reference) -> None:
 
 
 def make_chapter(path: Path, out: Path, book, hidden_path: Path, hidden: dict, otter: Path,
-                 site_url: str | None, seconds: float = QUESTION_SECONDS) -> tuple[list[Question], float]:
+                 site_url: str | None, seconds: float = QUESTION_SECONDS, made=None,
+                 course: dict | None = None) -> tuple[list[Question], float]:
+    """Master, student notebook, autograder and source.json of one chapter.
+
+    ``made``: its ``(master, questions)`` when already made (with a course's selection);
+    ``course``: what source.json records of the course file (:func:`course_record`), with the
+    labels of the exercises left as practice.
+    """
     stem = Path(path).stem
-    master, questions = master_notebook(path, book, hidden, seconds=seconds, site_url=site_url)
+    master, questions = made or master_notebook(path, book, hidden, seconds=seconds, site_url=site_url)
     folder = Path(out) / stem
     (folder / "master").mkdir(parents=True, exist_ok=True)
     master_path = folder / "master" / f"{stem}.ipynb"
@@ -782,14 +928,32 @@ def make_chapter(path: Path, out: Path, book, hidden_path: Path, hidden: dict, o
     record = source_record(path, hidden_path, site_url)
     record["questions"] = [q.__dict__ for q in questions]
     record["question_seconds"] = seconds
+    if course is not None:
+        # otter_grade skips the cells of these exercises (their stubs and work cells are practice)
+        record["course"] = course
     (folder / "source.json").write_text(json.dumps(record, indent=1) + "\n")
     return questions, seconds
 
 
+def course_record(path: Path, selection: Selection, stem: str) -> dict:
+    """What a chapter's source.json records of the course file it was made with."""
+    return {"file": Path(path).name, "sha256": file_hash(Path(path)),
+            "show_hidden": bool(selection.course.show_hidden_after_due),
+            "practice": selection.practice.get(stem, [])}
+
+
 def make_all(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT, hidden_path: Path = DEFAULT_HIDDEN,
              otter: Path | None = None, site_url: str | None = None, workers: int = 2,
-             verbose: bool = True, seconds: float = QUESTION_SECONDS) -> dict[str, list[Question]]:
-    """Master, student notebook and autograder for every chapter in ``chapters``."""
+             verbose: bool = True, seconds: float = QUESTION_SECONDS,
+             course: Path | None = None) -> dict[str, list[Question]]:
+    """Master, student notebook and autograder for every chapter in ``chapters``.
+
+    With ``course`` (a course file, tools/course.py) every chapter's master is made first with
+    its selection (:class:`Selection`), the selection is checked against all of them, and only
+    then does ``otter assign`` run. Every chapter gets its assignment, also one of whose
+    exercises the course grades none (all practice), so that the students' site
+    (``make assignments``) offers a notebook for each chapter.
+    """
     otter = otter_command(otter)
     hidden = load_hidden(hidden_path)
     book = portable.Book(ROOT, base_url=site_url)
@@ -800,18 +964,29 @@ def make_all(chapters: Path = ROOT / "chapters", out: Path = DEFAULT_OUT, hidden
     if unknown:
         raise OtterError(f"{hidden_path}: hidden tests for labels that are not auto-checked exercises: "
                          f"{sorted(unknown)}")
+    made: dict[Path, tuple] = {}
+    records: dict[Path, dict | None] = dict.fromkeys(paths)
+    if course is not None:
+        selection = Selection(courses.read_course(course), str(course))
+        made = {p: master_notebook(p, book, hidden, seconds=seconds, site_url=site_url, selection=selection)
+                for p in paths}
+        selection.check()
+        records = {p: course_record(course, selection, p.stem) for p in paths}
     out.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {p: pool.submit(make_chapter, p, out, book, hidden_path, hidden, otter, site_url, seconds) for p in paths}
+        futures = {p: pool.submit(make_chapter, p, out, book, hidden_path, hidden, otter, site_url, seconds,
+                                  made.get(p), records[p]) for p in paths}
         results = {}
         for p, future in futures.items():
             questions, seconds = future.result()
             results[p.stem] = questions
             if verbose:
                 auto = [q for q in questions if not q.manual]
+                practice = (records[p] or {}).get("practice")
                 print(f"{p.stem}: {len(questions)} questions ({len(auto)} auto-graded, "
-                      f"{sum(q.points for q in auto)} of {sum(q.points for q in questions)} points), "
-                      f"otter assign {seconds:.1f} s -> {_shown(out / p.stem)}/")
+                      f"{_tidy(sum(q.points for q in auto))} of {_tidy(sum(q.points for q in questions))} points)"
+                      + (f", practice: {', '.join(practice)}" if practice else "")
+                      + f", otter assign {seconds:.1f} s -> {_shown(out / p.stem)}/")
     return results
 
 
@@ -828,6 +1003,9 @@ def main(argv: list[str] | None = None) -> int:
                              "outside the public repository")
     parser.add_argument("--otter", type=Path, help="the otter executable (default: .venv-otter/bin/otter)")
     parser.add_argument("--workers", type=int, default=2, help="chapters assigned at once (default 2)")
+    parser.add_argument("--course", type=Path, metavar="FILE",
+                        help="the course file (instructors/course.example.yml): which exercises are graded, "
+                             "their points, show_hidden_after_due")
     parser.add_argument("--question-timeout", type=float, default=QUESTION_SECONDS, metavar="SECONDS",
                         help="what an answer may take, per question, when graded: its cell, its visible check, "
                              f"its hidden cases (default {QUESTION_SECONDS:g})")
@@ -840,6 +1018,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be at least 1, not {args.workers}")
     if not args.hidden.exists():
         parser.error(f"--hidden: {args.hidden} does not exist")
+    if args.course is not None:
+        try:
+            courses.read_course(args.course)       # refused here, before anything is made
+        except courses.CourseError as error:
+            parser.error(str(error))
     if not args.site_url:
         print("note: without --site-url (make otter SITE_URL=...) the notebooks link to the full site, where "
               "every solution is a click away; give the address of the students' site")
@@ -852,8 +1035,14 @@ def main(argv: list[str] | None = None) -> int:
         print("note: the repository address is still the placeholder of _config.yml; the autograder "
               "installs ssmheads from it (on Gradescope). Set it first: make repository URL=https://github.com/ORG/REPO")
     start = time.perf_counter()
-    results = make_all(ROOT / "chapters", args.out.resolve(), args.hidden.resolve(), args.otter,
-                       args.site_url, args.workers, seconds=args.question_timeout)
+    try:
+        results = make_all(ROOT / "chapters", args.out.resolve(), args.hidden.resolve(), args.otter,
+                           args.site_url, args.workers, seconds=args.question_timeout,
+                           course=args.course.resolve() if args.course else None)
+    except (OtterError, courses.CourseError) as error:
+        if args.course is None:
+            raise
+        parser.error(str(error))
     total = sum(len(q) for q in results.values())
     print(f"{len(results)} assignments, {total} questions, in {_shown(args.out.resolve())}/ "
           f"[{time.perf_counter() - start:.1f} s]")

@@ -4,7 +4,8 @@
 Usage (``make grade SUBMISSIONS=DIR``; runs in Otter's environment, .venv-otter):
 
     .venv-otter/bin/python tools/otter_grade.py DIR [--out grades.csv] [--otter-dir _build/otter]
-        [--chapter NAME] [--workers 2] [--timeout 300] [--hide-hidden-cases] [--force]
+        [--chapter NAME] [--workers 2] [--timeout 300] [--hide-hidden-cases | --show-hidden-cases]
+        [--course course.yml] [--force]
 
 DIR holds the submissions: ``DIR/<student>.ipynb``, or ``DIR/<student>/<anything>.ipynb``
 (one notebook per student folder, as an LMS download often gives). Each notebook is graded
@@ -35,6 +36,15 @@ the common attempts: a question whose results do not hold its tests gets an empt
 starts with ``CHECK THE CODE`` when the submitted code touches Otter, the grading folder or
 the attributes of the library's modules. It cannot prove that a score is honest.
 
+The course file (``--course``, tools/course.py; ``make grade COURSE=course.yml``) gives
+``workers`` (``--workers`` wins), ``dropped`` (those questions are graded as the others, and
+their message ends in ``DROPPED by the course: graded, not counted``: the gradebook leaves them
+out of the totals, and the score stays in the CSV should the course take them back), and
+``show_hidden_after_due`` with ``due``: false writes the failed hidden cases without their
+values, as ``--hide-hidden-cases`` does; true writes them in full once ``due`` has passed and
+without their values before. ``--hide-hidden-cases`` or ``--show-hidden-cases`` wins over the
+course; a line says which applied, and why.
+
 The CSV is not overwritten (hand-graded scores may have been entered in it) unless
 ``--force`` is given. Cells that a spreadsheet would read as a formula are prefixed with ``'``.
 
@@ -48,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
 import json
 import os
 import re
@@ -61,6 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import course as courses  # noqa: E402  (the course file: workers, dropped, show_hidden_after_due, due)
 import hand_scores  # noqa: E402  (the rubrics and score sheets of the answers graded by hand)
 
 sys.path.pop(0)
@@ -71,6 +83,7 @@ COLUMNS = ("student", "question", "score", "max", "message", "flag")
 MESSAGE_LIMIT = 600
 NOT_GRADED = "NOT GRADED"
 HIDDEN_CUT = "hidden: a hidden case failed"
+DROPPED = "DROPPED by the course: graded, not counted"   # the end of a dropped question's message
 # What an honest answer has no reason to touch: Otter and its results, the grading folder,
 # the library's or NumPy's module attributes (to change a check or a reference), code objects.
 SUSPICIOUS = [
@@ -431,7 +444,8 @@ def _handed_out(otter_dir: Path, chapter: str) -> set[str]:
 
 
 def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Path = DEFAULT_OTTER_DIR,
-              seconds: float = 20.0, errors: Path | None = None) -> tuple[dict, dict[str, str], dict[str, list[str]]]:
+              seconds: float = 20.0, errors: Path | None = None,
+              practice: frozenset[str] | set[str] = frozenset()) -> tuple[dict, dict[str, str], dict[str, list[str]]]:
     """The notebook to grade, notes per question, and flags per question.
 
     The notebook to grade: the chapter named in its metadata; answer cells not skipped;
@@ -439,7 +453,8 @@ def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Pa
     between two cells that stop it after ``seconds`` (a timer signal); and, first, a cell
     that records each cell's error in ``errors``. Flags (:func:`scan_code`): an answer
     cell's own, and those of every cell a student added or changed outside the answers
-    (for every question).
+    (for every question). The stubs of the exercises a course file left as practice
+    (``practice``, their labels) are skipped, and not scanned, like the cells read by hand.
     """
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     nb.setdefault("metadata", {}).setdefault("otter", {})["assignment_name"] = chapter
@@ -464,7 +479,10 @@ def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Pa
         if cell.get("cell_type") != "code" or id(cell) in stubs:
             continue
         metadata = cell.setdefault("metadata", {})
-        if str(cell.get("id", "")).startswith("work-") or metadata.get("exercise_work"):
+        stub = metadata.get("exercise_stub")
+        if str(cell.get("id", "")).startswith("work-") or metadata.get("exercise_work") or \
+                (practice and (isinstance(stub, str) and stub in practice
+                               or str(cell.get("id", "")) in {f"stub-{label}" for label in practice})):
             tags = metadata.get("tags") or []     # read by hand, never run by grading
             metadata["tags"] = tags if "otter_ignore" in tags else [*tags, "otter_ignore"]
             continue
@@ -585,7 +603,8 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
     seconds = float(record.get("question_seconds", 20.0))
     with tempfile.TemporaryDirectory(prefix="otter-grade-") as tmp:
         errors = Path(tmp) / "cell-errors.jsonl"
-        nb, notes, flags = _prepared(notebook, name, questions, otter_dir, seconds, errors)
+        practice = set((record.get("course") or {}).get("practice") or [])   # made with a course file
+        nb, notes, flags = _prepared(notebook, name, questions, otter_dir, seconds, errors, practice)
         copy = Path(tmp) / "submission" / f"{name}.ipynb"
         copy.parent.mkdir()
         copy.write_text(json.dumps(nb), encoding="utf-8")
@@ -653,8 +672,12 @@ def grade_one(student: str, notebook: Path | None, problem: str, chapter: str | 
 
 def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, chapter: str | None = None,
                  workers: int = 2, timeout: float = 300, verbose: bool = True, hide_hidden: bool = False,
-                 force: bool = False) -> list[Row]:
-    """Grade every submission in ``folder`` and write the CSV ``out``; return its rows."""
+                 force: bool = False, dropped: set[str] | frozenset[str] = frozenset()) -> list[Row]:
+    """Grade every submission in ``folder`` and write the CSV ``out``; return its rows.
+
+    ``dropped`` (question names, :func:`dropped_questions`) are graded as the others; their
+    message ends in :data:`DROPPED`, and the summary lines leave them out of the points.
+    """
     out = Path(out)
     if out.exists() and not force:
         raise FileExistsError(f"{out} exists (hand-graded scores may be in it): give another name, or --force")
@@ -674,6 +697,10 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
     for k, (item, result) in enumerate(zip(found, graded)):
         if result[2] == "timeout" and workers > 1:
             graded[k] = grade(item)
+    for rs, _, _ in graded:
+        for row in rs:
+            if row.question in dropped:
+                row.message = f"{row.message} | {DROPPED}"
     rows = [row for rs, _, _ in graded for row in rs]
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="", encoding="utf-8") as f:
@@ -682,8 +709,9 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
         writer.writerows(r.as_list() for r in rows)
     if verbose:
         for (student, notebook, _), (rs, seconds, outcome) in zip(found, graded):
-            auto = [r for r in rs if not isinstance(r.score, str)]
-            by_hand = sum(r.max for r in rs if r.message == "graded by hand")
+            auto = [r for r in rs if not isinstance(r.score, str) and r.question not in dropped]
+            by_hand = sum(r.max for r in rs if r.message.startswith("graded by hand") and r.question not in dropped)
+            left_out = len({r.question for r in rs if r.question in dropped})
             if outcome == "not graded":
                 print(f"{student}: {NOT_GRADED} ({rs[0].message.removeprefix(NOT_GRADED + ': ')[:120]})")
                 continue
@@ -693,11 +721,70 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
             cpu = CPU_SECONDS.get(str(notebook))
             cpu = f", {cpu:.1f} s of CPU" if cpu is not None else ""
             print(f"{student}: {sum(r.score for r in auto):g} of {sum(r.max for r in auto):g} auto-graded "
-                  f"points, {by_hand:g} more to grade by hand [{seconds:.1f} s{cpu}]{flag}")
+                  f"points, {by_hand:g} more to grade by hand"
+                  + (f" ({left_out} dropped question{'s' * (left_out > 1)} graded, not counted)" if left_out else "")
+                  + f" [{seconds:.1f} s{cpu}]{flag}")
         missed = sum(o != "graded" for _, _, o in graded)
         print(f"{len(found)} submissions, {len(rows)} rows -> {out}" +
               (f"; {missed} not graded or timed out: see above" if missed else ""))
     return rows
+
+
+# --------------------------------------------------------------------------- the course file
+
+def _now() -> dt.datetime:
+    """The time now, aware (UTC); the tests replace it."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def hidden_policy(course: courses.Course | None, flag: bool | None = None, now: dt.datetime | None = None,
+                  where: str = "the course file") -> tuple[bool, str]:
+    """``(hide, why)``: whether the hidden cases' messages are written without their values, and why.
+
+    ``flag`` is the instructor's: True for ``--hide-hidden-cases`` (``HIDE_HIDDEN=1``), False for
+    ``--show-hidden-cases`` (``HIDE_HIDDEN=0``), None when neither was given; it always wins.
+    Otherwise the course's ``show_hidden_after_due``: false hides them; true shows them once
+    ``due`` has passed (``now > due``) and hides them before, or when the course sets no due
+    date. Without either, they are shown in full (messages for the instructor).
+    """
+    if flag is not None:
+        over = "" if course is None or course.show_hidden_after_due is None else \
+            f", over {where}'s show_hidden_after_due: {str(course.show_hidden_after_due).lower()}"
+        return (True, f"without their values (--hide-hidden-cases{over})") if flag else \
+            (False, f"in full (--show-hidden-cases{over})")
+    if course is None or course.show_hidden_after_due is None:
+        return False, "in full (the default: messages for you; HIDE_HIDDEN=1 writes them for students)"
+    if course.show_hidden_after_due is False:
+        return True, f"without their values ({where} has show_hidden_after_due: false)"
+    if course.due is None:
+        return True, (f"without their values ({where} has show_hidden_after_due: true but no due date, "
+                      "so grading cannot tell whether it has passed)")
+    now = now or _now()
+    due = course.due.isoformat()
+    if now > course.due:
+        return False, f"in full ({where} has show_hidden_after_due: true, and its due date {due} has passed)"
+    return True, (f"without their values ({where} has show_hidden_after_due: true, and its due date {due} has "
+                  "not passed)")
+
+
+def dropped_questions(course: courses.Course, otter_dir: Path, where: str = "the course file") -> set[str]:
+    """The question names that the course's ``dropped`` stands for (names or labels), in ``otter_dir``.
+
+    A name that no assignment there has is refused (a typo would otherwise drop nothing).
+    """
+    if not course.dropped:
+        return set()
+    questions = []
+    for record in sorted(Path(otter_dir).glob("*/source.json")):
+        questions += json.loads(record.read_text(encoding="utf-8")).get("questions", [])
+    out = set()
+    for ref in course.dropped:
+        hit = {q["name"] for q in questions if ref in (q["name"], q["label"])}
+        if not hit:
+            raise courses.CourseError(f"{where}: dropped: {ref!r} is neither a question (ex3.4) nor an exercise "
+                                      f"label (ex-tail) of the assignments in {otter_dir}")
+        out |= hit
+    return out
 
 
 # --------------------------------------------------------------------------- answers read by hand
@@ -792,16 +879,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="what `make otter` wrote (default: _build/otter)")
     parser.add_argument("--chapter", help="grade every submission as this chapter's, e.g. 01_unified_operator "
                                           "(default: the chapter named in each notebook)")
-    parser.add_argument("--workers", type=int, default=2, help="submissions graded at once (default 2)")
+    parser.add_argument("--workers", type=int, help="submissions graded at once (default: the course file's "
+                                                   "workers, else 2)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per submission (default 300)")
-    parser.add_argument("--hide-hidden-cases", action="store_true",
-                        help="say only 'a hidden case failed' for hidden tests (for messages that go to students)")
+    hidden = parser.add_mutually_exclusive_group()
+    hidden.add_argument("--hide-hidden-cases", action="store_const", const=True, dest="hide_hidden",
+                        help="write the failed hidden cases without their values (for messages that go to "
+                             "students); wins over the course file")
+    hidden.add_argument("--show-hidden-cases", action="store_const", const=False, dest="hide_hidden",
+                        help="write the failed hidden cases in full (for you); wins over the course file")
+    parser.add_argument("--course", type=Path, metavar="FILE",
+                        help="the course file (instructors/course.example.yml): workers, dropped questions "
+                             "(graded, marked), show_hidden_after_due with due")
     parser.add_argument("--force", action="store_true", help="overwrite the CSV (or the --answers folder)")
     parser.add_argument("--answers", type=Path, metavar="DIR",
                         help="instead of grading, write each hand-graded question's answers, student by "
                              "student, to DIR/<chapter>/<question>.md")
     args = parser.parse_args(argv)
-    if args.workers < 1:
+    if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, not {args.workers}")
     if not args.timeout > 0:
         parser.error(f"--timeout must be positive, not {args.timeout}")
@@ -809,8 +904,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.answers:
             collect_answers(args.submissions, args.answers, args.otter_dir, args.chapter, args.force)
             return 0
-        grade_folder(args.submissions, args.out, args.otter_dir, args.chapter, args.workers, args.timeout,
-                     hide_hidden=args.hide_hidden_cases, force=args.force)
+        course = courses.read_course(args.course) if args.course else None
+        where = str(args.course) if args.course else "the course file"
+        workers = args.workers or (course and course.workers) or 2     # WORKERS= wins over the course's
+        dropped = dropped_questions(course, args.otter_dir, where) if course else set()
+        hide, why = hidden_policy(course, args.hide_hidden, _now(), where)
+        print(f"hidden cases: {why}")
+        grade_folder(args.submissions, args.out, args.otter_dir, args.chapter, workers, args.timeout,
+                     hide_hidden=hide, force=args.force, dropped=dropped)
     except (FileNotFoundError, FileExistsError, ValueError) as error:
         parser.error(str(error))
     return 0
