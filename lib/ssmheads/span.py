@@ -71,6 +71,70 @@ A cluster of ``c`` eigenvalues of relative spread ``delta`` contributes a
 singular value of order ``delta^(c-1)``, so it is resolved only when
 ``delta`` exceeds about ``rtol^(1/(c-1))``: about ``rtol`` for a pair, about
 ``sqrt(rtol)`` (``1e-7``) for three.
+
+**How the counts are computed: shortcuts and guards.** (Chapter 2,
+Section 2.7, states the rules above and why they are sound; here is how the
+code applies them.)
+The helpers of ``lag_span_dimension`` bound the rounding and save work; the
+shortcuts give the same counts as the rules applied to every prefix, except
+where a singular value sits within rounding of its threshold.
+
+* *The floor* (``_lag_floors``). The lags are formed as ``W_0 = B``,
+  ``W_l = fl(A W_(l-1))``, ``K_l = fl(C W_l)``. A product with inner
+  dimension ``N`` is computed, in any order of summation, with an entrywise
+  error at most ``gamma_N |X| |Y|``, ``gamma_N = N eps / (2 - N eps)``
+  (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
+  Sec. 3.5). Carried through the recurrence, this bounds the Frobenius norm
+  of the error of ``K_l`` by::
+
+      xi_l = N eps ( || |A| ||_2 sum_(j=1..l) ||C A^(l-j)||_2 ||W_(j-1)||_F
+                     + || |C| ||_2 ||W_l||_F ),
+
+  with a factor ``2 - N eps`` (nearly 2) to spare for the rounding in the
+  bound's own ingredients (norms of computed matrices); the sum is a
+  convolution, evaluated by FFT (the code also uses upper bounds on
+  ``|| |A| ||_2`` and ``|| |C| ||_2`` and adds a bound on the FFT's own
+  rounding). Then ``tau_l = (sum_(j<l) xi_j^2)^(1/2)`` bounds
+  ``||fl(G_l) - G_l||_2``. The proof, in the docstring of
+  ``_lag_rounding_bounds``, is to first order in ``eps``: it uses the
+  computed ``||fl(C A^i)||_F`` for the exact ``||C A^i||_2``, and the spare
+  factor covers the difference when the rounding of ``fl(C A^i)`` is small
+  next to ``C A^i`` itself, which a cancelling ``C A^i`` could violate.
+* *Scale.* :func:`singular_values`, :func:`interaction_rank` and
+  :func:`span_basis` divide ``G`` by a power of two, ``2^e``, so that its
+  largest entry lies in ``[1/2, 1)``, before the SVD (``_scaled_columns``);
+  the rounding bound divides ``B`` and ``C`` likewise. The division is exact
+  in floating point, changes no count, and keeps the SVD clear of overflow.
+  Lags that overflow (a strongly unstable ``A``) are refused with a message
+  that names ``A``'s spectral radius, and a stack of lags too large for
+  memory is refused before it is formed.
+* *The running count* (``_running_count``). It counts all of ``G_n`` first
+  and stops there when that count reaches the cap ``m``, the common case.
+  Otherwise it bisects over prefix lengths and skips an interval ``[a, b]``
+  when interlacing shows that no prefix in it can beat the best count so far:
+  for ``a <= l <= b``, ``sigma_r(G_l) <= sigma_r(G_b)``, while the threshold
+  of ``G_l`` is at least that of ``G_a``. The answer is the exact maximum over
+  all prefixes, usually after ``O(log n)`` SVDs.
+* *The degree m* (``_minimal_polynomial_degree``). It forms the powers of
+  ``A / ||A||`` one at a time and stops at the first ``L`` where the powers
+  left out cannot change a count. The test uses Weyl's inequality,
+  ``|sigma_r(X + E) - sigma_r(X)| <= ||E||_2``. Since
+  ``||A^l||_F <= ||A^L||_F`` for ``l >= L``, the columns not formed have
+  Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``, so they move
+  every singular value, and the threshold, by at most ``delta``; once no
+  singular value lies that close to its threshold, more powers change
+  nothing. The prefixes are then counted from one QR factorisation ``Q R``
+  of the powers formed: the first ``l`` columns have the singular values of
+  the leading ``l x l`` block of ``R``. (:func:`minimal_polynomial_degree`,
+  "How it is computed", gives the details.)
+* *Powers that do not decay.* When the spectral radius of ``A`` is close to
+  its norm, ``L`` reaches ``N`` and the stack of powers has ``N^3`` entries.
+  When it would exceed a memory or work limit, a normal ``A`` is counted on
+  the Vandermonde matrix ``[lambda_i^l]`` of its eigenvalues, which has the
+  same singular values (the only place where eigenvalues are computed);
+  otherwise a randomised block Krylov sequence may certify ``m = N``
+  (``_krylov_certifies_full_degree``); failing both, a ``ValueError`` names
+  the limit that was reached.
 """
 
 from __future__ import annotations
