@@ -19,7 +19,7 @@ NBVAL_WORKERS ?= 2
 NBVAL := $(BIN)/python tools/check_outputs.py --workers $(NBVAL_WORKERS)
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
-.PHONY: otter otter-env grade gradebook hand-scores rubrics-check answers test-otter test-otter-extended pdf pdf-student pdf-chapters test-pdf test-pdf-extended book test test-extended test-all test-lib test-lib-extended test-standalone-extended test-standalone-all test-site-extended test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
+.PHONY: lengths otter otter-env grade gradebook hand-scores rubrics-check answers test-otter test-otter-extended pdf pdf-student pdf-chapters test-pdf test-pdf-extended book test test-extended test-all test-lib test-lib-extended test-standalone-extended test-standalone-all test-site-extended test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
 
 book: $(STAMP)
 	$(BUILD)
@@ -212,6 +212,13 @@ gradebook: $(STAMP)
 	$(BIN)/python tools/gradebook.py "$(GRADES)" --out "$(or $(OUT),gradebook.csv)" \
 	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(COURSE),--course "$(COURSE)") \
 	  $(if $(FORMAT),--format $(FORMAT)) $(if $(OTTER_DIR),--otter-dir "$(OTTER_DIR)")
+
+# How long each chapter's problem set takes: an estimate from sizes measured in the chapters
+# (tools/problem_set_length.py, standard library only; the guide for instructors shows the same
+# table). DETAIL=1 adds a row per exercise: its measured sizes and estimated minutes.
+#   make lengths [DETAIL=1]
+lengths:
+	$(PYTHON) tools/problem_set_length.py $(if $(DETAIL),--exercises)
 
 # The answers graded by hand, gathered by question: ANSWERS/<chapter>/<question>.md, student after student.
 ANSWERS ?= answers
