@@ -104,7 +104,9 @@ where a singular value sits within rounding of its threshold.
   :func:`span_basis` divide ``G`` by a power of two, ``2^e``, so that its
   largest entry lies in ``[1/2, 1)``, before the SVD (``_scaled_columns``);
   the rounding bound divides ``B`` and ``C`` likewise. The division is exact
-  in floating point, changes no count, and keeps the SVD clear of overflow.
+  in floating point (only an entry below ``2^-1021`` times the largest could
+  lose bits to underflow, far below any threshold), changes no count, and
+  keeps the SVD clear of overflow.
   Lags that overflow (a strongly unstable ``A``) are refused with a message
   that names ``A``'s spectral radius, and a stack of lags too large for
   memory is refused before it is formed.
@@ -116,20 +118,22 @@ where a singular value sits within rounding of its threshold.
   of ``G_l`` is at least that of ``G_a``. The answer is the exact maximum over
   all prefixes, usually after ``O(log n)`` SVDs.
 * *The degree m* (``_minimal_polynomial_degree``). It forms the powers of
-  ``A / ||A||`` one at a time and stops at the first ``L`` where the powers
-  left out cannot change a count. The test uses Weyl's inequality,
+  ``A / ||A||`` one at a time and stops at an ``L`` where the powers left
+  out cannot change a count. The test uses Weyl's inequality,
   ``|sigma_r(X + E) - sigma_r(X)| <= ||E||_2``. Since
   ``||A^l||_F <= ||A^L||_F`` for ``l >= L``, the columns not formed have
   Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``, so they move
-  every singular value, and the threshold, by at most ``delta``; once no
-  singular value lies that close to its threshold, more powers change
-  nothing. The prefixes are then counted from one QR factorisation ``Q R``
+  every singular value, and the threshold, by at most ``delta``. The powers
+  stop at the first ``L`` with ``delta`` far below the threshold
+  (``delta <= 1e-3 rtol sqrt(N)``); if a singular value lies within
+  ``delta`` of its threshold, they go on until none does (or all ``N`` are
+  formed). The prefixes are then counted from one QR factorisation ``Q R``
   of the powers formed: the first ``l`` columns have the singular values of
   the leading ``l x l`` block of ``R``. (:func:`minimal_polynomial_degree`,
   "How it is computed", gives the details.)
 * *Powers that do not decay.* When the spectral radius of ``A`` is close to
-  its norm, ``L`` reaches ``N`` and the stack of powers has ``N^3`` entries.
-  When it would exceed a memory or work limit, a normal ``A`` is counted on
+  its norm, ``L`` would reach ``N``, a stack of ``N^3`` entries. When the
+  stack would exceed a memory or work limit, a normal ``A`` is counted on
   the Vandermonde matrix ``[lambda_i^l]`` of its eigenvalues, which has the
   same singular values (the only place where eigenvalues are computed);
   otherwise a randomised block Krylov sequence may certify ``m = N``
