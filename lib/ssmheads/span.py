@@ -80,9 +80,10 @@ shortcuts give the same counts as the rules applied to every prefix, except
 where a singular value sits within rounding of its threshold.
 
 * *The floor* (``_lag_floors``). The lags are formed as ``W_0 = B``,
-  ``W_l = fl(A W_(l-1))``, ``K_l = fl(C W_l)``. A product with inner
-  dimension ``N`` is computed, in any order of summation, with an entrywise
-  error at most ``gamma_N |X| |Y|``, ``gamma_N = N eps / (2 - N eps)``
+  ``W_l = fl(A W_(l-1))``, ``K_l = fl(C W_l)``, where ``fl(.)`` is the value
+  computed in floating point. A product ``XY`` with inner dimension ``N`` is
+  computed, in any order of summation, with an entrywise error at most
+  ``gamma_N |X| |Y|`` (``|X|`` entrywise), ``gamma_N = N eps / (2 - N eps)``
   (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed.,
   Sec. 3.5). Carried through the recurrence, this bounds the Frobenius norm
   of the error of ``K_l`` by::
