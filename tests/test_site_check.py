@@ -231,6 +231,22 @@ DEFECTS = {
         True, ["1 of 2 copy buttons have no accessible name"]),
     "too_wide.html": ('<div style="width:700px">A banner wider than a phone.</div>', True,
                       ["phone: the page is 712 px wide on a 390 px screen; widest: div (to 712 px)"]),
+    # Contrast is judged on one element of each kind of text (same colours, size, weight, over
+    # the same backgrounds): the three pale links in the box are one kind, reported once; the
+    # same links outside the box, and the dark link inside it, are other kinds, and pass.
+    "contrast_box.html": (
+        "".join(f'<p id="p{i}">Text with <a href="#p{i}" style="color:#5050d0">a link</a>.</p>' for i in range(3))
+        + '<div style="background:#b4b4e6; padding:4px">'
+        + "".join(f'<p id="b{i}">Boxed <a href="#b{i}" style="color:#5050d0">a link</a>.</p>' for i in range(3))
+        + '<p id="d">Boxed <a href="#d" style="color:#1a1a6e">a dark link</a>.</p></div>',
+        True, ["contrast (light): 3.12:1, needs 4.5:1 (#5050d0 on #b4b4e6) at a[href$=\"#b0\"]: "
+               '<a href="#b0" style="color:#5050d0">a link</a>',
+               "contrast (dark): 3.12:1, needs 4.5:1 (#5050d0 on #b4b4e6)"]),
+    # A highlight that only dark mode makes unreadable.
+    "contrast_dark.html": (
+        '<style>@media (prefers-color-scheme: dark) { .hl { background: #333333; color: #5a5a5a; } }</style>'
+        '<p>A <span class="hl">highlighted word</span> in a sentence.</p>',
+        True, ["contrast (dark): "]),
 }
 
 

@@ -400,14 +400,52 @@ MATH_COLOUR = r"""() => Array.from(document.querySelectorAll('mjx-container'))
   .map(m => ({text: (m.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 40),
               color: getComputedStyle(m).color, around: getComputedStyle(m.parentElement).color}))"""
 
-# axe-core's colour-contrast rule on the whole page: one entry per element that fails.
+# axe-core's colour-contrast rule, run on one element of each kind of text on the page. Two
+# elements whose own text has the same colour, size, weight and shadow, over the same stack of
+# backgrounds, opacities and filters (every ancestor that paints or blends), have the same
+# contrast; a long chapter has thousands of text elements but about a hundred kinds, and axe's
+# time grows with the elements it judges. CONTRAST_SAMPLE marks one element of each kind
+# (data-contrast-sample) and returns how many elements and kinds there are.
+CONTRAST_SAMPLE = r"""() => {
+  for (const e of document.querySelectorAll('[data-contrast-sample]')) e.removeAttribute('data-contrast-sample');
+  const seen = new Set();
+  let texts = 0;
+  const paints = t => t.backgroundColor !== 'rgba(0, 0, 0, 0)' || t.backgroundImage !== 'none'
+    || t.opacity !== '1' || t.filter !== 'none' || t.mixBlendMode !== 'normal';
+  for (const e of document.body.querySelectorAll('*')) {
+    if (e.closest('mjx-container')) continue;
+    let text = false;
+    for (const c of e.childNodes) if (c.nodeType === 3 && c.textContent.trim()) { text = true; break; }
+    if (!text) continue;
+    const s = getComputedStyle(e);
+    if (s.display === 'none' || s.visibility === 'hidden') continue;
+    texts++;
+    let key = [e.tagName === 'A', s.color, s.fontSize, s.fontWeight, s.textShadow, s.backgroundColor,
+               s.backgroundImage, s.opacity, s.filter, s.mixBlendMode].join('|');
+    for (let a = e.parentElement; a; a = a.parentElement) {
+      const t = getComputedStyle(a);
+      if (paints(t)) key += ' < ' + [t.backgroundColor, t.backgroundImage, t.opacity, t.filter, t.mixBlendMode].join('|');
+    }
+    if (!seen.has(key)) { seen.add(key); e.setAttribute('data-contrast-sample', ''); }
+  }
+  return {texts, kinds: seen.size};
+}"""
+MATH_OUT = r"""() => { window.__siteCheckMath = [];
+  for (const m of document.querySelectorAll('mjx-container')) {
+    const inner = document.createDocumentFragment();
+    while (m.firstChild) inner.appendChild(m.firstChild);
+    window.__siteCheckMath.push([m, inner]);
+  } }"""
+MATH_BACK = r"""() => { for (const [m, inner] of window.__siteCheckMath || []) m.appendChild(inner);
+  window.__siteCheckMath = []; }"""
 AXE_RUN = r"""async () => {
-  const r = await axe.run({exclude: [['mjx-container']]}, {runOnly: {type: 'rule', values: ['color-contrast']},
-                                     resultTypes: ['violations']});
+  const r = await axe.run({include: [['[data-contrast-sample]']], exclude: [['mjx-container']]},
+                          {runOnly: {type: 'rule', values: ['color-contrast']}, resultTypes: ['violations']});
   return r.violations.flatMap(v => v.nodes.map(n => {
     const d = ((n.any || [])[0] || {}).data || {};
     return {target: n.target.join(' '), ratio: d.contrastRatio, expected: d.expectedContrastRatio,
-            fg: d.fgColor, bg: d.bgColor, html: (n.html || '').replace(/\s+/g, ' ').slice(0, 90)};
+            fg: d.fgColor, bg: d.bgColor,
+            html: (n.html || '').replace(/ data-contrast-sample=""/g, '').replace(/\s+/g, ' ').slice(0, 90)};
   }));
 }"""
 
@@ -706,12 +744,16 @@ def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str
                       " localStorage.setItem('sphinx_highlight_terms', 'the');"
                       " SphinxHighlight.highlightSearchWords(); }")
         page.wait_for_timeout(100)
-    page.add_script_tag(path=str(AXE))
+    with phase('desktop: contrast: load axe'):
+        page.add_script_tag(path=str(AXE))
     # the steady page: no element keeps the focus or the pointer from an earlier step, and no
     # transition is halfway (a tooltip fading in is judged at full opacity, as a reader reads it)
     page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.mouse.move(DESKTOP["width"] - 5, DESKTOP["height"] - 5)
+    # Each formula's colour is checked against its text's (MATH_COLOUR); its glyph elements
+    # (two thirds of a chapter's elements) are then taken out while axe runs, because axe
+    # walks every element of the page before it judges any, and put back afterwards.
     for scheme in ("light", "dark"):
         if scheme == "dark":
             themed = to_dark(page)
@@ -719,12 +761,20 @@ def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str
                 problems.append(f"dark mode: the page stays {themed} when the system asks for dark")
             page.evaluate("() => window.scrollTo(0, 0)")
             page.wait_for_timeout(200)
-            page.screenshot(path=str(out / f"{stem}.dark.png"))
-        found = page.evaluate(AXE_RUN)
-        counts[scheme] = len(found)
+            page.screenshot(path=str(out / f"{stem}.dark.png"))  # formulas in place
         for m in page.evaluate(MATH_COLOUR)[:5]:
             problems.append(f"contrast ({scheme}): the formula {m['text']!r} is coloured {m['color']}, "
                             f"not as the text around it ({m['around']})")
+        with phase('desktop: contrast: sample'):
+            sample = page.evaluate(CONTRAST_SAMPLE)  # dark mode changes the kinds: sampled again
+        counts[f"{scheme} kinds"] = f"{sample['kinds']} kinds of {sample['texts']} texts"
+        with phase('desktop: contrast: axe'):
+            page.evaluate(MATH_OUT)
+            try:
+                found = page.evaluate(AXE_RUN)
+            finally:
+                page.evaluate(MATH_BACK)
+        counts[scheme] = len(found)
         items = [f"contrast ({scheme}): {f['ratio']}:1, needs {f['expected']} ({f['fg']} on {f['bg']}) "
                  f"at {f['target'][-60:]}: {f['html']}" for f in found]
         _few(problems, items, f"contrast failures ({scheme})")
@@ -917,10 +967,13 @@ def check_phone(browser, url: str, out: Path, stem: str):
     problems: list[str] = []
     outside: list[str] = []
     watch(page, problems, outside)
-    open_page(page, url, wait_until="load")  # the desktop pass has waited for the network
+    with phase('phone: open'):
+        open_page(page, url, wait_until="load")  # the desktop pass has waited for the network
     page.screenshot(path=str(out / f"{stem}.phone.png"))
     themed = page.evaluate("() => !!document.querySelector('.bd-container')")
     nav = {"menu": False, "contents": None}
+    menus = phase('phone: menus')
+    menus.__enter__()
     if themed or page.locator(CHAPTER_LIST).count():
         # The chapter list: hidden, shown by the primary toggle, hidden again by a tap outside.
         toggle = visible_toggle(page, "primary-toggle")
@@ -954,13 +1007,15 @@ def check_phone(browser, url: str, out: Path, stem: str):
                     problems.append("phone: tapping outside the page contents does not hide them")
                     open_page(page, url, wait_until="load")
                 tap_contents_entry(page, url, problems, out, stem)
+    menus.__exit__(None, None, None)
     # The titles of collapsed solutions and dropdowns open them.
     with phase('phone: collapsed titles'):
         nav["titles"] = tap_collapsed_titles(page, url, problems)
     # Math and page width, with everything a reader can open opened.
     if page.evaluate(EXPAND) or nav["titles"]:
         page.wait_for_timeout(300)  # let the page settle (book.js refits math when the text resizes)
-    probe = page.evaluate(PHONE_PROBE)
+    with phase('phone: probe'):
+        probe = page.evaluate(PHONE_PROBE)
     for kind in ("clipped", "outside", "noCue"):
         for item in probe[kind][:5]:
             problems.append(f"phone: formula {item}")
@@ -1007,7 +1062,8 @@ def check_page(browser, base: str, site: Path, rel: str, out: Path, anchors_cach
             f"{probe['code']['shown']} code blocks, {len(probe['code']['wide'])} wider than the "
             f"{probe['code']['column']} px column; {tab['stops']} tab stops, {len(tab['math'])} in formulas"
             f"{scrolling}; "
-            f"contrast failures: {light} light, {dark} dark; "
+            f"contrast failures: {light} light, {dark} dark"
+            f" ({probe['contrast'].get('light kinds', '?')}); "
             f"phone: {menus}, {phone['scrolling']} formulas scroll, "
             f"{nav['titles']} opened by their titles, {nav['figures']} figures by a tap; "
             f"screenshot {shot.relative_to(ROOT) if ROOT in shot.parents else shot}")
