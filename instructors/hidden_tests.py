@@ -1234,7 +1234,7 @@ def hidden_delay_loss(delay_loss):
 # ============================================================== Chapter 5
 
 def hidden_retention(retention_recurrent):
-    """ex-retention-recurrent (Exercise 5.1), hidden cases: the recurrence on 6 new (n, d_k, p, gamma).
+    """ex-retention-recurrent (Exercise 5.1), hidden cases: the recurrence on 8 new (n, d_k, p, gamma).
 
     (10, 3, 2, 0.3); n = 1 with d_k = p = 1 and gamma = 1; d_k = 6 > n = 4; a slow decay
     (15, 2, 4, 0.999); a fast decay (8, 2, 2, 1e-3); a zero query row and a zero key row
@@ -1242,7 +1242,22 @@ def hidden_retention(retention_recurrent):
     overflows. Reference: the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for
     s <= t. The library's retention routines are switched off while the answer runs; the
     hints are those of the visible check.
+
+    Last, the exercise's "never an n x n matrix", graded: n = 40000 tokens, d_k = 256, p = 1,
+    gamma = 0.9999 (gamma^n = 0.02: no window of recent tokens is exact). The recurrence takes
+    n steps: the book's answer 0.3 s of CPU, about 2 s through grading's sandbox, which copies
+    Q and K (164 MB) to the answer's process (measured on a loaded 2-core machine). An n x n
+    matrix of float64 takes 12.8 GB here (the parallel form about 50 GB at its peak), and the
+    weights formed one row at a time take n^2/2 = 8e8 dot products of length d_k (about two
+    minutes of CPU), so when graded such an answer runs out of memory or of the question's
+    time (tools/grading_sandbox.py), and the message says which and what to do. Q and K have
+    rank 3 (products of thin random factors), so the case is quick to draw and its reference
+    is the chunkwise form of the rank-3 problem (the parallel form within blocks of 200
+    tokens, the state carried between blocks): no n x n matrix either. It is the last case,
+    since a time limit stops every later call.
     """
+    import re
+
     import numpy as np
 
     from ssmheads.exercises._common import reference_routines_off
@@ -1254,7 +1269,7 @@ def hidden_retention(retention_recurrent):
                                            f"got {type(retention_recurrent).__name__}")
 
     def call(what, *args):
-        error = None
+        error, stop, n = None, None, args[0].shape[0]
         try:
             with reference_routines_off(RETENTION_ROUTINES):
                 out = retention_recurrent(*args)
@@ -1266,12 +1281,28 @@ def hidden_retention(retention_recurrent):
             if isinstance(exc, ValueError) and any(w in str(exc) for w in ("mismatch", "shapes", "aligned",
                                                                           "broadcast")):
                 error += " (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, and y_t = S_t^T q_t has p entries)"
+            # the long case: an answer that forms the n x n weights runs out of time or memory there
+            limit = re.search(r"within the ([0-9.]+ s)", str(exc))
+            if n > 10000 and isinstance(exc, TimeoutError):
+                stop = (f"did not finish within the {limit.group(1) if limit else 'time'} this question allows "
+                        f"at n = {n} (grading stopped it)")
+            elif n > 10000 and isinstance(exc, MemoryError):
+                stop = f"ran out of memory at n = {n} (it raised MemoryError)"
+            elif n > 10000 and isinstance(exc, RuntimeError) and str(exc).startswith("ended the Python process"):
+                stop = (f"ran out of memory or CPU time at n = {n} (it raised RuntimeError: the process that ran "
+                        "it ended)")
+        assert stop is None, (
+            f"{what} {stop}; at this length an n x n matrix of float64 takes {n * n * 8 / 1e9:.1f} GB, and the "
+            f"weights formed one row at a time take n^2/2 = {n * n / 2:.0e} dot products of length "
+            f"d_k = {args[0].shape[1]}: form the recurrence one token at a time (S_t = gamma S_(t-1) + k_t v_t^T, "
+            "y_t = S_t^T q_t: n steps, each a few NumPy operations on the d_k x p state, not a Python loop over "
+            "its entries), never the n x n weights")
         assert error is None, f"{what} raised {error}"
         assert out is not None and out is not Ellipsis, (
             f"{what} returned None: your function returns nothing yet (return the outputs Y)")
         return out
 
-    def array(out, shape, what):
+    def array(out, shape, what, overflows):
         try:
             raw = np.asarray(out)
             got = None if np.iscomplexobj(raw) else raw.astype(float)
@@ -1281,7 +1312,7 @@ def hidden_retention(retention_recurrent):
         assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
         assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
         bad = ~np.isfinite(got)
-        long = " (a state rescaled by gamma^(-t) overflows on a long sequence)" if shape[0] > 1000 else ""
+        long = " (a state rescaled by gamma^(-t) overflows on a long sequence)" if overflows else ""
         assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
                                f"index {tuple(int(i) for i in np.argwhere(bad)[0])}{long}")
         return got
@@ -1290,24 +1321,48 @@ def hidden_retention(retention_recurrent):
         lag = np.arange(Q.shape[0])[:, None] - np.arange(Q.shape[0])[None, :] - (1 if read_first else 0)
         return (np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0) * (Q @ K.T)) @ V
 
+    def chunkwise(Q, K, V, gamma, c=200):
+        """The parallel form within blocks of c tokens, the state sum_s gamma^(t-s) k_s v_s^T carried between them."""
+        lag = np.arange(c)[:, None] - np.arange(c)[None, :]
+        inside = np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)
+        S, Y = np.zeros((Q.shape[1], V.shape[1])), np.empty((Q.shape[0], V.shape[1]))
+        for a in range(0, Q.shape[0], c):
+            q, k, v = Q[a:a + c], K[a:a + c], V[a:a + c]
+            m = q.shape[0]
+            Y[a:a + m] = (inside[:m, :m] * (q @ k.T)) @ v + gamma ** np.arange(1, m + 1)[:, None] * (q @ S)
+            S = gamma ** m * S + k.T @ (gamma ** np.arange(m - 1, -1, -1)[:, None] * v)
+        return Y
+
     rng = np.random.default_rng(171)
     for n, dk, p, gamma in ((10, 3, 2, 0.3), (1, 1, 1, 1.0), (4, 6, 3, 0.8), (15, 2, 4, 0.999), (8, 2, 2, 1e-3),
-                            (7, 3, 3, 0.6), (1200, 3, 2, 0.5)):
-        Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))
+                            (7, 3, 3, 0.6), (1200, 3, 2, 0.5), (40000, 256, 1, 0.9999)):
+        long = n > 10000
+        if long:   # Q = C E and K = A B of rank 3: q_t . k_s = C_t . (A B E^T)_s
+            C, E = rng.standard_normal((n, 3)), rng.standard_normal((3, dk)) / np.sqrt(3 * dk)
+            A, B = rng.standard_normal((n, 3)), rng.standard_normal((3, dk)) / np.sqrt(3)
+            Q, K, V = C @ E, A @ B, rng.standard_normal((n, p))
+            expected = chunkwise(C, A @ (B @ E.T), V, gamma)
+        else:
+            Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))
         note = ""
         if n == 7:
             Q[2], K[4] = 0.0, 0.0
             note = ", query 2 and key 4 zero"
-        expected = parallel(Q, K, V, gamma)
+        if not long:
+            expected = parallel(Q, K, V, gamma)
         what = f"retention_recurrent(Q, K, V, {gamma}) with n={n}, d_k={dk}, p={p}{note}"
-        got = array(call(what, Q.copy(), K.copy(), V.copy(), gamma), (n, p), what)
+        args = (Q, K, V) if long else (Q.copy(), K.copy(), V.copy())   # the long case reads Q, K no more
+        got = array(call(what, *args, gamma), (n, p), what, n > 1000 and gamma ** n < 1e-300)
         scale = max(1.0, float(np.abs(expected).max()))
         bad = np.abs(got - expected) > 1e-9 * scale
         where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
         hint = ""
         if where is not None:
             err = np.abs(got - expected).max()
-            if gamma < 1 and np.abs(got - gamma * expected).max() <= 1e-9 * scale:
+            if long:   # no n x n matrix for the hints here; the shorter cases name the slips
+                hint = (f"; every earlier token counts here (gamma^(n-1) = {gamma ** (n - 1):.2g}): a window of "
+                        "recent tokens is not enough" if err > 1e-4 * scale else "")
+            elif gamma < 1 and np.abs(got - gamma * expected).max() <= 1e-9 * scale:
                 hint = "; the current token is decayed too: decay the old state, then add k_t v_t^T"
             elif gamma < 1 and np.abs(got - (1 - gamma) * expected).max() <= 1e-9 * scale:
                 hint = ("; the new token is scaled by (1 - gamma), as in a moving average: retention adds "
@@ -1318,7 +1373,7 @@ def hidden_retention(retention_recurrent):
                 hint = "; the sum runs over every s, also s > t: retention is causal"
             elif np.abs(got - parallel(Q, K, V, gamma, read_first=True)).max() <= 1e-9 * scale:
                 hint = "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
-            elif err <= 1e-4 * scale:
+            if not hint and err <= 1e-4 * scale:
                 hint = (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
                         "Compute in float64")
         assert where is None, (f"{what}: Y entry (t, channel) = {where} should be {expected[where]:.6g}; got "

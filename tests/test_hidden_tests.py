@@ -624,6 +624,154 @@ def test_the_retention_hidden_test_says_when_y_is_read_too_early():
     assert "read before the update" in exercises.check_retention_recurrent(read_first).message
 
 
+# Exercise 5.1's "never an n x n matrix", graded: the last hidden case is 40000 tokens long.
+# An answer that forms the n x n weights runs out of memory there (an n x n matrix of float64
+# takes 12.8 GB) or, formed one row at a time, out of time; the recurrence takes n steps.
+# These tests run the hidden test in a fresh Python: grading forks the answer into
+# tools/grading_sandbox.py, and no test forks pytest's own process (JAX's threads may run
+# there); the n x n answers run with that Python's address space capped, so that they fail
+# at once, as on a grader with little memory, without filling this machine's.
+
+def _retention_tril(Q, K, V, gamma):
+    """The parallel form with a causal mask from np.tril: n x n matrices."""
+    n = Q.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    return (np.tril(np.ones((n, n))) * gamma ** np.maximum(lag, 0) * (Q @ K.T)) @ V
+
+
+def _retention_masked_decay(Q, K, V, gamma):
+    """(D * Q K^T) V with D_ts = gamma^(t-s) for s <= t, as the chapter's parallel form writes it."""
+    n = Q.shape[0]
+    lag = np.arange(n)[:, None] - np.arange(n)[None, :]
+    D = np.where(lag >= 0, gamma ** np.maximum(lag, 0), 0.0)
+    return (D * (Q @ K.T)) @ V
+
+
+def _retention_row_by_row(Q, K, V, gamma):
+    """One row of the weights at a time: no n x n matrix, but n^2/2 dot products (the decays precomputed)."""
+    n = Q.shape[0]
+    decay = gamma ** np.arange(n)[::-1]          # decay[n - 1 - l] = gamma^l
+    Y = np.empty((n, V.shape[1]))
+    for t in range(n):
+        Y[t] = (decay[n - 1 - t:] * (K[:t + 1] @ Q[t])) @ V[:t + 1]
+    return Y
+
+
+def _retention_state_dropped(Q, K, V, gamma, every=2000):
+    """The recurrence restarted every 2000 tokens (a chunked form that forgets to carry the state)."""
+    S, Y = np.zeros((Q.shape[1], V.shape[1])), np.empty((Q.shape[0], V.shape[1]))
+    for t in range(Q.shape[0]):
+        S = (gamma * S if t % every else 0.0) + np.outer(K[t], V[t])
+        Y[t] = S.T @ Q[t]
+    return Y
+
+
+_GRADE_RETENTION = """\
+import importlib.util, json, os, resource, sys, time
+root, runs = sys.argv[1], json.loads(sys.argv[2])
+sys.path[:0] = [os.path.join(root, "tools"), os.path.join(root, "tests")]
+spec = importlib.util.spec_from_file_location("hidden_tests_module", os.path.join(root, "tests", "test_hidden_tests.py"))
+tests = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tests)
+import grading_sandbox
+out, limit = {}, resource.getrlimit(resource.RLIMIT_AS)
+for name, seconds, capped in runs:
+    answer = tests.reference("ex-retention-recurrent") if name == "book" else getattr(tests, name)
+    test = tests.fresh(tests.HIDDEN["ex-retention-recurrent"][0])
+    if capped:   # what this process maps now, plus 2 GB (a sandbox's child inherits the cap)
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (mapped + (2 << 30), limit[1]))
+    start = time.perf_counter()
+    try:   # seconds: forked into the sandbox before the test computes anything, as grading does
+        test(answer if seconds is None else grading_sandbox.sandboxed(answer, seconds))
+        message = None
+    except AssertionError as error:
+        message = str(error)
+    out[name] = {"message": message, "seconds": time.perf_counter() - start}
+    resource.setrlimit(resource.RLIMIT_AS, limit)
+print(json.dumps(out))
+"""
+
+
+def _grade_retention(runs) -> dict:
+    """Exercise 5.1's hidden test on each (answer: a name here or "book", seconds: the sandbox's limit or None
+    to call it directly, capped: under a memory cap), in a fresh Python; name -> {"message": the failure or
+    None, "seconds": how long the hidden test took}."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", _GRADE_RETENTION, str(ROOT), json.dumps(runs)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                            reason="the grading sandbox forks, and the memory cap reads /proc (Linux)")
+_N_BY_N = ["_retention_tril", "_retention_masked_decay"]
+
+
+def _runs_out_of_memory(message):
+    import otter_grade
+
+    assert message and message.startswith(
+        "retention_recurrent(Q, K, V, 0.9999) with n=40000, d_k=256, p=1 ran out of memory at n = 40000 "
+        "(it raised MemoryError); at this length an n x n matrix of float64 takes 12.8 GB"), message
+    assert message.endswith("form the recurrence one token at a time (S_t = gamma S_(t-1) + k_t v_t^T, "
+                            "y_t = S_t^T q_t: n steps, each a few NumPy operations on the d_k x p state, not a "
+                            "Python loop over its entries), never the n x n weights"), message
+    assert otter_grade.hidden_summary(message).startswith("your function raised MemoryError; ")
+
+
+def test_the_long_retention_case_is_the_last_and_the_only_long_one():
+    """A time limit stops every later call of the test, so the long case comes last."""
+    cases = loop_cases(inspect.getsource(HIDDEN["ex-retention-recurrent"][0]))
+    source = make_otter.load_hidden(ROOT / "instructors" / "hidden_tests.py")["ex-retention-recurrent"][0]
+    assert len(cases) == make_otter.count_cases(source) == 8
+    assert [c["n"] for c in cases if c["n"] > 10000] == [cases[-1]["n"]] == [40000]
+    assert cases[-1]["dk"] == 256 and cases[-1]["p"] == 1 and cases[-1]["gamma"] ** 40000 > 0.01
+
+
+@_LINUX
+def test_the_n_by_n_weights_run_out_of_memory_and_row_by_row_out_of_time_on_the_long_retention_case():
+    """Planted answers (np.tril, D * QK^T, a loop over the rows) fail the long case, and say what to do."""
+    import otter_grade
+
+    graded = _grade_retention([(name, None, True) for name in _N_BY_N] + [("_retention_row_by_row", 4.0, False)])
+    for name in _N_BY_N:
+        _runs_out_of_memory(graded[name]["message"])
+    message, seconds = graded["_retention_row_by_row"].values()
+    assert message and message.startswith(
+        "retention_recurrent(Q, K, V, 0.9999) with n=40000, d_k=256, p=1 did not finish within the 4 s this "
+        "question allows at n = 40000 (grading stopped it); "), message
+    assert "one row at a time take n^2/2 = 8e+08 dot products of length d_k = 256" in message
+    assert message.endswith("never the n x n weights") and seconds < 15
+    summary = otter_grade.hidden_summary(message)
+    assert summary.startswith("your function did not return within the time allowed; ") and "40000" not in summary
+
+
+def test_a_chunked_form_that_drops_the_state_fails_the_long_retention_case_on_its_values():
+    """Right on the shorter cases (2000 tokens a chunk), wrong on the long one: gamma = 0.9999 there."""
+    message = fails(HIDDEN["ex-retention-recurrent"][0], _retention_state_dropped)
+    assert "with n=40000" in message and "a window of recent tokens is not enough" in message
+
+
+@pytest.mark.extended
+@_LINUX
+def test_the_long_retention_case_graded_as_grading_runs_it():
+    """Through the sandbox with grading's own limit (make_otter.QUESTION_SECONDS): the recurrence passes within
+    it, the n x n answers run out of memory in the sandbox's child, the row-by-row form out of time."""
+    limit = make_otter.QUESTION_SECONDS
+    graded = _grade_retention([("book", limit, False), *((name, limit, True) for name in _N_BY_N),
+                               ("_retention_row_by_row", limit, False)])
+    assert graded["book"]["message"] is None, graded["book"]   # passed, within the limit
+    for name in _N_BY_N:
+        _runs_out_of_memory(graded[name]["message"])
+    message = graded["_retention_row_by_row"]["message"]
+    assert message and f"did not finish within the {limit:g} s this question allows at n = 40000" in message
+
+
 def _ssd_step_at_target(a, dt, B, C, V):
     """The step read at the target t instead of the source s."""
     n = a.shape[1]

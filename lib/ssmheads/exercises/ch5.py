@@ -84,6 +84,11 @@ def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
     ``0 < gamma <= 1``, and returning ``Y (n, p)`` computed by the recurrence
     ``S_t = gamma S_{t-1} + k_t v_t^T``, ``y_t = S_t^T q_t``. It must equal the parallel
     form ``(D * Q K^T) V`` with ``D_ts = gamma^(t-s)`` for ``s <= t``.
+
+    The check compares values only, so it cannot see how they were computed. The exercise
+    asks for ``n`` steps on a ``d_k x p`` state, never the ``n x n`` weights, as a matrix or
+    one row at a time; its graded version adds a case of 40000 tokens, on which an answer
+    that forms them runs out of memory or time.
     """
     rng = np.random.default_rng(51)
     cases = []
