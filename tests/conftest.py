@@ -37,7 +37,7 @@ def _close_figures():
 # Tests that run cases in forked children (the fuzz, limits and grading-sandbox tests) go first:
 # a fork after JAX has started its threads (Chapter 6's bench tests import it) is
 # unsafe, and JAX warns, which the "every warning is an error" rule makes a failure.
-FORKING = ("test_fuzz.py", "test_limits.py", "test_grading_integrity.py")
+FORKING = ("test_fuzz.py", "test_limits.py", "test_grading_integrity.py", "test_grading_sandbox.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

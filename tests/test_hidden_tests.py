@@ -105,14 +105,22 @@ def test_each_test_stands_alone_and_never_calls_a_check(label, fn):
 # ------------------------------------------------------------------ the book's answer passes, fast
 
 
+# CPU seconds of this process (a loaded machine stretches the wall time, not the work). Exercise
+# 5.1's last case runs the answer on 40,000 tokens, long enough that an n x n matrix or a
+# quadratic loop cannot finish (measured: 0.47-0.62 s CPU for the book's loop and the reference).
+CPU_BUDGET = {"ex-retention-recurrent": 1.0}
+
+
 @pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
 def test_the_books_answer_passes_in_well_under_half_a_second(label, fn):
     test, answer = fresh(fn), reference(label)
     test(answer)                      # a first run imports what the test needs
-    start = time.perf_counter()
+    budget = CPU_BUDGET.get(label, 0.5)
+    start = time.process_time()
     test(answer)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"{fn.__name__} took {elapsed:.2f} s (budget 0.5 s, asserted with a 2x margin)"
+    elapsed = time.process_time() - start
+    assert elapsed < 2 * budget, (f"{fn.__name__} took {elapsed:.2f} s of CPU (budget {budget} s, asserted "
+                                  "with a 2x margin)")
 
 
 # ------------------------------------------------------------------ stubs, missing functions, errors

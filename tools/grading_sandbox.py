@@ -44,6 +44,8 @@ def sandboxed(answer, seconds=20.0):
     if answer is None or answer is Ellipsis or not callable(answer) or not hasattr(os, "fork"):
         return answer
 
+    MEMORY_HEADROOM = 4 << 30   # bytes an answer may allocate beyond the kernel's own
+
     cores = {"heads": ("_optimal_heads", "_best_heads", "_rank", "_head_count_curve", "_exact_heads",
                        "_pointing_functional", "_nonnegative_heads", "_nonzero_lags", "_weighted_columns")}
 
@@ -140,6 +142,15 @@ def sandboxed(answer, seconds=20.0):
             import resource
             cpu = int(seconds) + 5
             resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        except Exception:
+            pass
+        try:  # memory: what the kernel holds now and MEMORY_HEADROOM more, so that an answer
+            # that allocates far more fails with MemoryError here instead of pushing the grader
+            # (and the notebook graded beside it) into the system's out-of-memory killer
+            import resource
+            with open("/proc/self/status") as status:
+                size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+            resource.setrlimit(resource.RLIMIT_AS, (size + MEMORY_HEADROOM, resource.RLIM_INFINITY))
         except Exception:
             pass
         raiser = off_code()
