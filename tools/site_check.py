@@ -931,9 +931,9 @@ def tap_collapsed_titles(page, url: str, problems: list[str]) -> int:
         spot = page.evaluate(TITLE_MIDDLE, i)
         if spot is None:
             continue
-        # Two taps at most: on a loaded machine the first can land while the page still
-        # moves (the math is refitted); a title that does not open fails both.
-        for attempt in range(2):
+        # Three taps at most: on a loaded machine a tap can land while the page still
+        # moves (the math is refitted); a title that does not open fails all three.
+        for attempt in range(3):
             page.touchscreen.tap(spot["x"], spot["y"])
             try:
                 page.wait_for_function(
