@@ -6,6 +6,10 @@ wrote), tests it on several cases against a reference, and returns a
 solution cell can end in ``assert result``. An untouched stub (a function whose
 body is ``...``, or ``None``) is reported as "not attempted yet", never as a
 traceback.
+
+Calling the answer, reading its result and comparing it are the public helpers of
+``ssmheads.exercises.checking`` (which the hidden tests use too); ``_call``,
+``_numeric`` and ``_compare`` are those helpers worded as the visible checks word them.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-
+from .checking import call, compare, is_stub, real_array
 
 PASSED, FAILED, NOT_ATTEMPTED = "passed", "failed", "not attempted yet"
 
@@ -56,44 +60,27 @@ class _Fail(Exception):
     """Raised inside a check to stop at the first failed case."""
 
 
-def _is_stub(value: Any) -> bool:
-    return value is None or value is Ellipsis
+#: How the visible checks word two of :func:`~ssmheads.exercises.checking.real_array`'s messages.
+_VISIBLE_WORDING = {"type": "{what}: expected a numeric array of shape {shape}; got {kind}",
+                    "nonfinite": "{what}: expected finite numbers; your array contains NaN or infinity"}
+
+_is_stub = is_stub
 
 
 def _call(answer: Callable, label: str, *args):
     """Call the student's function; stubs and student errors become results, not tracebacks."""
-    try:
-        out = answer(*args)
-    except NotImplementedError:
-        return NOT_ATTEMPTED
-    except Exception as exc:  # the student's code failed: report it as feedback
-        raise _Fail(f"{label} raised {type(exc).__name__}: {exc}") from None
-    return NOT_ATTEMPTED if _is_stub(out) else out
+    return call(answer, label, *args, not_attempted=NOT_ATTEMPTED, error=_Fail)
 
 
-def _numeric(got, shape: tuple, what: str) -> np.ndarray:
+def _numeric(got, shape: tuple, what: str, messages: dict | None = None, **options) -> np.ndarray:
     """The answer as a finite float array of the expected shape, or a failure saying what was expected."""
-    try:
-        raw = np.asarray(got)
-        if np.iscomplexobj(raw):
-            raise _Fail(f"{what}: expected a real array of shape {shape}; got a complex array")
-        got = raw.astype(float)
-    except (TypeError, ValueError):
-        raise _Fail(f"{what}: expected a numeric array of shape {shape}; got {type(got).__name__}") from None
-    if got.shape != shape:
-        raise _Fail(f"{what}: expected shape {shape}; got shape {got.shape}")
-    if not np.all(np.isfinite(got)):
-        raise _Fail(f"{what}: expected finite numbers; your array contains NaN or infinity")
-    return got
+    return real_array(got, shape, what, messages={**_VISIBLE_WORDING, **(messages or {})}, error=_Fail, **options)
 
 
-def _compare(got, expected: np.ndarray, what: str, rtol: float = 1e-9) -> None:
-    got = _numeric(got, expected.shape, what)
-    scale = max(1.0, float(np.abs(expected).max()))
-    bad = np.abs(got - expected) > rtol * scale
-    if np.any(bad):
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise _Fail(f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g}")
+def _compare(got, expected: np.ndarray, what: str, rtol: float = 1e-9, **options) -> None:
+    """:func:`~ssmheads.exercises.checking.compare` after :func:`_numeric`, worded as the visible checks word it."""
+    options = {"digits": 6, "note": "", **options}
+    compare(_numeric(got, expected.shape, what), expected, what, rtol=rtol, error=_Fail, **options)
 
 
 def _run(exercise: str, answer: Any, cases: Iterable[tuple[str, tuple, Callable[[Any, str], None]]],
