@@ -886,8 +886,10 @@ class S5(_Layer):
     pair, ``N/2`` modes with ``B~``, ``C~``, and outputs ``2 Re(C~ h~)``. This class
     keeps all ``N`` modes and outputs ``Re(C h)``; the two agree when the modes, the
     rows of ``B`` and the columns of ``C`` come in conjugate pairs, ``C = [C~, conj C~]``,
-    and then ``C h`` is real and ``k(n) <= min(n, p d, N)``. Without that symmetry
-    ``k(n) <= min(n, p d, 2N)``. No skip term ``D`` (S5 has one; add a
+    and the two modes of each pair have the same ``dt`` (S5's code keeps one ``dt`` per
+    pair), so that ``A_bar`` and the rows of ``B_bar`` pair too; then ``C h`` is real and
+    ``k(n) <= min(n, p d, N)``. With unequal ``dt`` on a pair, ``C h`` is in general not
+    real. Without that symmetry ``k(n) <= min(n, p d, 2N)``. No skip term ``D`` (S5 has one; add a
     :class:`~ssmheads.models.PositionwiseLinear` in a :class:`Hybrid` if needed).
     """
 
