@@ -7,6 +7,15 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8000
+# Every tool runs through one command line, tools/bookcli: `$(CLI) portable --all` runs
+# tools/portable.py's main as `python tools/portable.py --all` does (`$(CLI) --help` lists the
+# commands). tools/ is put on PYTHONPATH for it alone (it takes tools/ off again for the programs
+# a tool starts); CLI_SYS runs it with $(PYTHON) (the tools that need no .venv), CLI_OTTER with the
+# instructors' environment.
+TOOLS_PATH = PYTHONPATH=tools$${PYTHONPATH:+:$$PYTHONPATH}
+CLI        = $(TOOLS_PATH) $(BIN)/python -m bookcli
+CLI_SYS    = $(TOOLS_PATH) $(PYTHON) -m bookcli
+CLI_OTTER  = $(TOOLS_PATH) $(OTTER_BIN)/python -m bookcli
 # axe-core, the browser check's contrast checker (make axe)
 AXE    := tools/node/node_modules/axe-core/axe.min.js
 # The stored outputs are checked with nbval under two numerical set-ups (tools/check_outputs.py):
@@ -16,7 +25,7 @@ AXE    := tools/node/node_modules/axe-core/axe.min.js
 # notebook whose cell timed out is checked once more. MPLBACKEND=Agg, as servers and CI often
 # export it: the figures must still appear (use_book_style selects the inline backend).
 NBVAL_WORKERS ?= 2
-NBVAL := $(BIN)/python tools/check_outputs.py --workers $(NBVAL_WORKERS)
+NBVAL := $(CLI) check-outputs --workers $(NBVAL_WORKERS)
 BUILD := $(BIN)/jupyter-book build . -W -n --keep-going
 
 .PHONY: lengths otter otter-env grade gradebook hand-scores rubrics-check answers test-otter test-otter-extended pdf pdf-student pdf-chapters test-pdf test-pdf-extended book test test-extended test-all test-lib test-lib-extended test-standalone-extended test-standalone-all test-site-extended test-notebooks test-build test-standalone test-site site-check axe assignments env serve clean outputs portable repository
@@ -36,15 +45,15 @@ book: $(STAMP)
 LANE_1 ?= test-notebooks test-lib test-standalone
 LANE_2 ?= test-pdf test-build test-otter test-site
 test: $(STAMP) $(AXE)
-	$(BIN)/python tools/test_parts.py --lane "$(LANE_1)" --lane "$(LANE_2)"
+	$(CLI) test-parts --lane "$(LANE_1)" --lane "$(LANE_2)"
 
 EXTENDED_1 ?= test-lib-extended test-standalone-extended
 EXTENDED_2 ?= test-pdf-extended test-otter-extended test-site-extended
 test-extended: $(STAMP) $(AXE)
-	$(BIN)/python tools/test_parts.py --lane "$(EXTENDED_1)" --lane "$(EXTENDED_2)"
+	$(CLI) test-parts --lane "$(EXTENDED_1)" --lane "$(EXTENDED_2)"
 
 test-all: $(STAMP) $(AXE)
-	$(BIN)/python tools/test_parts.py --lane "$(LANE_1) $(EXTENDED_1)" --lane "$(LANE_2) $(EXTENDED_2)"
+	$(CLI) test-parts --lane "$(LANE_1) $(EXTENDED_1)" --lane "$(LANE_2) $(EXTENDED_2)"
 
 # Two workers (pytest-xdist), one BLAS thread each. Each takes tests in collection order, and
 # tests/conftest.py puts the tests that fork first, so no worker forks after Chapter 6's tests
@@ -79,7 +88,7 @@ test-build: $(STAMP)
 # no broken links or images; screenshots in _build/site-check/.
 site-check: $(STAMP) $(AXE)
 	@test -f _build/html/index.html || $(BUILD)
-	$(BIN)/python tools/site_check.py --full-page
+	$(CLI) site-check --full-page
 
 # axe-core, the browser check's contrast checker, at the version and sha512 that
 # tools/node/package-lock.json pins, fetched from the npm registry by Python (no node
@@ -87,7 +96,7 @@ site-check: $(STAMP) $(AXE)
 axe: $(AXE)
 
 $(AXE): tools/node/package-lock.json tools/node/package.json
-	$(PYTHON) tools/fetch_axe.py
+	$(CLI_SYS) fetch-axe
 
 # Student notebooks (solutions removed, a code cell after each exercise, outputs cleared)
 # in _build/assignments/, and a solutions-hidden site built from the stored outputs.
@@ -96,20 +105,20 @@ $(AXE): tools/node/package-lock.json tools/node/package.json
 ASSIGNMENTS ?= _build/assignments
 SITE_URL ?=
 assignments: $(STAMP)
-	$(BIN)/python tools/make_assignments.py --out $(ASSIGNMENTS) $(if $(SITE_URL),--site-url $(SITE_URL))
+	$(CLI) make-assignments --out $(ASSIGNMENTS) $(if $(SITE_URL),--site-url $(SITE_URL))
 
 # The chapters as portable notebooks (MyST rendered to plain Markdown and LaTeX, numbers
 # as on the site, outputs kept) in notebooks/, for Colab and as downloads; a test fails
 # when they are stale. Rerun after changing a chapter.
 portable: $(STAMP)
-	$(BIN)/python tools/portable.py --all
+	$(CLI) portable --all
 
 # Sets the repository's public address everywhere it is used: repository.url in
 # _config.yml, each chapter's set-up cell, the site address derived from it, and the
 # portable notebooks. Usage: make repository URL=https://github.com/ORG/REPO
 repository: $(STAMP)
 	@test -n "$(URL)" || { echo "usage: make repository URL=https://github.com/ORG/REPO"; exit 2; }
-	$(BIN)/python tools/set_repository.py "$(URL)"
+	$(CLI) set-repository "$(URL)"
 
 # Each portable chapter (notebooks/) copied alone into an empty folder and run in a fresh venv that has only
 # the package's declared dependencies (installed by the chapter's set-up cell), as in
@@ -120,16 +129,16 @@ repository: $(STAMP)
 # texlive-fonts-recommended tex-gyre latexmk (.ci/run installs them). The site build that
 # follows copies both PDFs into the site and links them from the introduction.
 pdf: $(STAMP)
-	$(BIN)/python tools/make_pdf.py
+	$(CLI) make-pdf
 
 pdf-student: $(STAMP)
-	$(BIN)/python tools/make_pdf.py --student
+	$(CLI) make-pdf --student
 
 # The whole book, then each chapter alone with the book's page numbers and its solutions:
 # _build/pdf/chapters/01_unified_operator.pdf, ... (STUDENT=1: the student edition's,
 # 01_unified_operator-student.pdf). The site build that follows links them too.
 pdf-chapters: $(STAMP)
-	$(BIN)/python tools/make_pdf.py --chapters $(if $(STUDENT),--student)
+	$(CLI) make-pdf --chapters $(if $(STUDENT),--student)
 
 # The reader's PDF built and read back (tests/test_pdf.py; the chapters alone are extended);
 # says plainly that it skipped without TeX.
@@ -137,25 +146,25 @@ test-pdf: $(STAMP)
 	@if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then \
 	  echo "test-pdf: SKIPPED, no TeX here (install texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended tex-gyre latexmk)"; \
 	  exit 0; fi; \
-	$(BIN)/python tools/make_pdf.py && PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
+	$(CLI) make-pdf && PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
 
 # The reader's PDF with each chapter alone, and the student edition, built and read back (make test-extended).
 test-pdf-extended: $(STAMP)
 	@if ! command -v latexmk >/dev/null 2>&1 || ! command -v pdflatex >/dev/null 2>&1; then \
 	  echo "test-pdf-extended: SKIPPED, no TeX here"; exit 0; fi; \
-	$(BIN)/python tools/make_pdf.py --chapters && $(BIN)/python tools/make_pdf.py --student && \
+	$(CLI) make-pdf --chapters && $(CLI) make-pdf --student && \
 	EXTENDED=1 PDF_REQUIRED=1 $(BIN)/pytest -q tests/test_pdf.py
 
 # make test runs Chapter 1 alone (one fresh environment: its set-up cell installs everything,
 # about 70 s); make test-extended the other chapters, two at a time; make test-standalone-all all.
 test-standalone:
-	$(PYTHON) tools/check_standalone.py --python $(PYTHON) --workers 1 notebooks/01_unified_operator.ipynb
+	$(CLI_SYS) check-standalone --python $(PYTHON) --workers 1 notebooks/01_unified_operator.ipynb
 
 test-standalone-extended:
-	$(PYTHON) tools/check_standalone.py --python $(PYTHON) $(filter-out notebooks/01_unified_operator.ipynb,$(sort $(wildcard notebooks/*.ipynb)))
+	$(CLI_SYS) check-standalone --python $(PYTHON) $(filter-out notebooks/01_unified_operator.ipynb,$(sort $(wildcard notebooks/*.ipynb)))
 
 test-standalone-all:
-	$(PYTHON) tools/check_standalone.py --python $(PYTHON)
+	$(CLI_SYS) check-standalone --python $(PYTHON)
 
 # Instructors: Otter-Grader assignments (tools/make_otter.py). Otter lives in its own
 # environment, .venv-otter, from requirements-instructor.txt (about 800 MB; never in the
@@ -183,12 +192,12 @@ $(OTTER_STAMP): requirements-instructor.txt pyproject.toml
 	touch $(OTTER_STAMP)
 
 otter: $(STAMP) $(OTTER_STAMP)
-	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN)) \
+	$(CLI) make-otter --otter $(OTTER_BIN)/otter $(if $(SITE_URL),--site-url $(SITE_URL)) $(if $(HIDDEN),--hidden $(HIDDEN)) \
 	  $(if $(QUESTION_TIMEOUT),--question-timeout $(QUESTION_TIMEOUT)) $(if $(COURSE),--course "$(COURSE)")
 
 grade: $(OTTER_STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=folder [GRADES=grades.csv] [CHAPTER=01_unified_operator] [TIMEOUT=300] [HIDE_HIDDEN=1|0] [FORCE=1] [WORKERS=2] [COURSE=course.yml]"; exit 2; }
-	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --out "$(GRADES)" \
+	$(CLI_OTTER) otter-grade "$(SUBMISSIONS)" --out "$(GRADES)" \
 	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 	  $(if $(filter 0,$(HIDE_HIDDEN)),--show-hidden-cases,$(if $(HIDE_HIDDEN),--hide-hidden-cases)) $(if $(FORCE),--force) $(if $(WORKERS),--workers $(WORKERS)) \
 	  $(if $(COURSE),--course "$(COURSE)")
@@ -198,18 +207,18 @@ grade: $(OTTER_STAMP)
 #   make hand-scores [ANSWERS=answers] [GRADES=grades.csv] [HAND_GRADES=grades-hand.csv] [FORCE=1]
 HAND_GRADES ?= $(basename $(GRADES))-hand.csv
 hand-scores: $(OTTER_STAMP)
-	$(OTTER_BIN)/python tools/hand_scores.py merge "$(ANSWERS)" --into "$(GRADES)" --out "$(HAND_GRADES)" $(if $(FORCE),--force)
+	$(CLI_OTTER) hand-scores merge "$(ANSWERS)" --into "$(GRADES)" --out "$(HAND_GRADES)" $(if $(FORCE),--force)
 
 # Every hand-graded question has a rubric whose points sum to the question's (instructors/rubrics.yml).
 rubrics-check: $(OTTER_STAMP)
-	$(OTTER_BIN)/python tools/hand_scores.py check-rubrics
+	$(CLI_OTTER) hand-scores check-rubrics
 
 # One row per student from the CSV of `make grade`, with totals (instructors/course.example.yml),
 # or Canvas's or Gradescope's import columns (tools/gradebook.py; grades nothing).
 #   make gradebook [GRADES=grades.csv] [ROSTER=roster.csv] [COURSE=course.yml] [FORMAT=plain|canvas|gradescope] [OUT=gradebook.csv]
 gradebook: $(STAMP)
 	@test -f "$(GRADES)" || { echo "usage: make gradebook GRADES=grades.csv [ROSTER=roster.csv] [COURSE=course.yml] [FORMAT=plain|canvas|gradescope] [OUT=gradebook.csv]"; exit 2; }
-	$(BIN)/python tools/gradebook.py "$(GRADES)" --out "$(or $(OUT),gradebook.csv)" \
+	$(CLI) gradebook "$(GRADES)" --out "$(or $(OUT),gradebook.csv)" \
 	  $(if $(ROSTER),--roster "$(ROSTER)") $(if $(COURSE),--course "$(COURSE)") \
 	  $(if $(FORMAT),--format $(FORMAT)) $(if $(OTTER_DIR),--otter-dir "$(OTTER_DIR)")
 
@@ -218,13 +227,13 @@ gradebook: $(STAMP)
 # table). DETAIL=1 adds a row per exercise: its measured sizes and estimated minutes.
 #   make lengths [DETAIL=1]
 lengths:
-	$(PYTHON) tools/problem_set_length.py $(if $(DETAIL),--exercises)
+	$(CLI_SYS) problem-set-length $(if $(DETAIL),--exercises)
 
 # The answers graded by hand, gathered by question: ANSWERS/<chapter>/<question>.md, student after student.
 ANSWERS ?= answers
 answers: $(OTTER_STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make answers SUBMISSIONS=folder [ANSWERS=answers] [CHAPTER=...] [FORCE=1]"; exit 2; }
-	$(OTTER_BIN)/python tools/otter_grade.py "$(SUBMISSIONS)" --answers "$(ANSWERS)" \
+	$(CLI_OTTER) otter-grade "$(SUBMISSIONS)" --answers "$(ANSWERS)" \
 	  $(if $(CHAPTER),--chapter $(CHAPTER)) $(if $(FORCE),--force)
 
 # The assignments made and graded (tests/test_otter.py): runs when the instructors'
@@ -234,17 +243,23 @@ answers: $(OTTER_STAMP)
 test-otter: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \
 	  echo "test-otter: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
-	$(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8 && \
+	$(CLI) make-otter --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8 && \
 	OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_course.py
 
 # Every chapter's untouched notebook graded, and the grading audit (honest, cheating, hanging and
 # broken submissions; make test-extended),
-# on the assignments test-otter made (made again if missing).
+# on the assignments test-otter made, made again if missing or older than anything they are made
+# from (OTTER_SOURCES: tools/make_otter.py and the modules it imports, tools/bookkit/, the
+# grading sandbox, the hidden tests, the chapters).
+OTTER_SOURCES := tools/make_otter.py tools/portable.py tools/make_assignments.py tools/exercise_catalogue.py \
+  tools/course.py tools/grading_sandbox.py tools/bookkit instructors/hidden_tests.py chapters
+OTTER_MADE := _build/otter-test/01_unified_operator/source.json
 test-otter-extended: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \
 	  echo "test-otter-extended: SKIPPED, no instructors' environment here (make otter-env installs it)"; exit 0; fi; \
-	test -f _build/otter-test/01_unified_operator/source.json || \
-	  $(BIN)/python tools/make_otter.py --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8; \
+	if [ ! -f $(OTTER_MADE) ] || [ -n "$$(find $(OTTER_SOURCES) -newer $(OTTER_MADE) \( -name '*.py' -o -name '*.ipynb' \) \
+	    2>/dev/null | head -1)" ]; then \
+	  $(CLI) make-otter --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8; fi; \
 	EXTENDED=1 OTTER_REQUIRED=1 OTTER_DIR=_build/otter-test $(BIN)/pytest -q tests/test_otter.py tests/test_grading_integrity.py tests/test_course.py
 
 # make test checks every page of the built site in the browser (tools/site_check.py: math,
@@ -252,7 +267,7 @@ test-otter-extended: $(STAMP)
 # the phone's drawers and folded blocks); make test-extended the browser check's own tests
 # (planted defects); make site-check every page again, with full-page screenshots.
 test-site: $(STAMP) $(AXE)
-	$(BIN)/python tools/site_check.py --allow-missing-browser
+	$(CLI) site-check --allow-missing-browser
 
 test-site-extended: $(STAMP) $(AXE)
 	$(BIN)/pytest -q tests/test_site_check.py
@@ -274,4 +289,4 @@ clean:
 
 # Re-run every chapter top to bottom and store its outputs (what nbval compares against).
 outputs: $(STAMP)
-	$(BIN)/python tools/run_notebooks.py
+	$(CLI) run-notebooks

@@ -11,8 +11,9 @@ and the pages in ``book/``.
 Two checks: no *bare* number (a theorem-like word followed by a number without a
 chapter dot), and every dotted number names a result that exists, with the numbers
 computed from the chapters' directives the way sphinx-proof and sphinx-exercise number
-them. When a built site is present, those computed numbers are compared with the
-rendered ones. A third check, for the library's docstrings: the sentence of a reference
+them: by the book's model (tools/bookkit/core.py, ``Book``: each chapter's ``numbered``
+results, exercises and figures), which every product numbers with. When a built site is
+present, those computed numbers are compared with the rendered ones. A third check, for the library's docstrings: the sentence of a reference
 names the result it cites (a word of its title). That catches an existing number put for
 the wrong result unless the sentence happens to share a word with the wrong result's title.
 """
@@ -22,16 +23,21 @@ from __future__ import annotations
 from helpers import built_chapter_pages
 
 import ast
+import functools
 import html
 import json
 import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from bookkit.core import PRF_KINDS, Book  # noqa: E402  (tools/ is not a package)
+
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 BUILT = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
 
@@ -55,10 +61,12 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 # sphinx-proof kinds (the directive names), numbered per kind within each chapter.
-PROOF_KINDS = ("theorem", "lemma", "proposition", "corollary", "definition", "example", "remark",
-               "conjecture", "axiom", "criterion", "algorithm", "observation", "property",
-               "assumption", "notation")
-_DIRECTIVE = re.compile(r"^ {0,3}(?:`{3,}|:{3,})\{(?P<name>prf:\w+|exercise|exercise-start)\}", re.M)
+PROOF_KINDS = PRF_KINDS
+
+
+@functools.lru_cache(maxsize=None)
+def _book() -> Book:
+    return Book(ROOT)
 
 
 def _texts_of_notebook(path: Path) -> list[str]:
@@ -97,33 +105,20 @@ def bare_numbers(text: str) -> list[str]:
 
 def chapter_numbers() -> dict[str, int]:
     """``{notebook stem: chapter number}``: positions in the numbered part of _toc.yml."""
-    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
-    stems = re.findall(r"file:\s*chapters/(\S+)", toc)
-    assert stems, "_toc.yml lists no chapters"
-    return {stem: k for k, stem in enumerate(stems, start=1)}
+    found = {page.path.stem: page.number[0] for page in _book().chapters() if page.number}
+    assert found, "_toc.yml lists no chapters"
+    return found
+
+
+def _numbered(kinds: tuple[str, ...]) -> list[tuple[str, str, str, str]]:
+    """``(number, label, title, notebook)`` for the chapters' numbered things of ``kinds``, in book order."""
+    return [(f"{t.kind.capitalize()} {t.numbered}", t.label, t.title, page.path.stem)
+            for page in _book().chapters() if page.number for t in page.numbered if t.kind in kinds]
 
 
 def _numbered_directives() -> list[tuple[str, str, str, str]]:
     """``(number, label, title, notebook)`` for every numbered result and exercise, in book order."""
-    found = []
-    for stem, chapter in chapter_numbers().items():
-        nb = json.loads((ROOT / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8"))
-        counts: dict[str, int] = {}
-        for cell in nb["cells"]:
-            if cell["cell_type"] != "markdown":
-                continue
-            text = "".join(cell["source"])
-            for m in _DIRECTIVE.finditer(text):
-                name = m.group("name")
-                kind = "exercise" if name.startswith("exercise") else name.removeprefix("prf:")
-                if kind not in PROOF_KINDS + ("exercise",):
-                    continue  # proofs and other unnumbered boxes
-                counts[kind] = counts.get(kind, 0) + 1
-                label = re.search(r"^:label:\s*(\S+)", text[m.end():], re.M)
-                title = text[m.end():].split("\n", 1)[0].strip()
-                found.append((f"{kind.capitalize()} {chapter}.{counts[kind]}",
-                              label.group(1) if label else "", title, stem))
-    return found
+    return _numbered(PROOF_KINDS + ("exercise",))
 
 
 def figure_numbers() -> dict[str, tuple[str, str]]:
@@ -133,17 +128,7 @@ def figure_numbers() -> dict[str, tuple[str, str]]:
     (``mystnb.figure``, written by tools/figure_alt.py) and an image output; they are
     counted in document order within each chapter.
     """
-    found = {}
-    for stem, chapter in chapter_numbers().items():
-        nb = json.loads((ROOT / "chapters" / f"{stem}.ipynb").read_text(encoding="utf-8"))
-        count = 0
-        for cell in nb["cells"]:
-            figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {}) if cell["cell_type"] == "code" else {}
-            images = any(m.startswith("image/") for out in cell.get("outputs", []) for m in out.get("data", {}))
-            if figure.get("name") and figure.get("caption") and images:
-                count += 1
-                found[f"Figure {chapter}.{count}"] = (figure["name"], stem)
-    return found
+    return {number: (label, stem) for number, label, _, stem in _numbered(("figure",))}
 
 
 FIGURE = re.compile(r"\bFigure[ \t~]+(?P<chapter>\d+)\.(?P<index>\d+)\b")

@@ -32,6 +32,8 @@ import os
 import sys
 from pathlib import Path
 
+from bookkit.core import chapter_files, has_tag  # the chapters and their cells' tags: the book's model
+
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -159,7 +161,7 @@ def measure(path: Path) -> list[tuple[float, str]]:
     os.chdir(path.parent)
     try:
         for index, cell in enumerate(nb.cells):
-            if cell.cell_type != "code" or "remove-cell" in cell.metadata.get("tags", []):
+            if cell.cell_type != "code" or has_tag(cell, "remove-cell"):
                 continue
             source = _runnable(cell.source)
             tree = _Rewrite(source).visit(ast.parse(source))
@@ -179,7 +181,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=5)
     parser.add_argument("--min-margin", type=float, default=2.0)
     args = parser.parse_args()
-    paths = args.notebooks or sorted((ROOT / "chapters").glob("[0-9]*.ipynb"))
+    paths = args.notebooks or chapter_files(ROOT / "chapters")
     failed = False
     for path in paths:
         rows = measure(path.resolve())

@@ -8,8 +8,9 @@ it, in the book's own numbering::
     Used in Chapter 5.
 
 ``references(doc)`` finds these phrases; ``resolve`` checks each against the book's
-numbering as the site shows it (``tools/portable.py``'s ``Book``, which the build
-compares with Sphinx's own numbers) and gives the label to link to.
+numbering as the site shows it (the book's model, ``bookkit.core.Book``: its chapters
+and labelled targets with their numbers, which the build compares with Sphinx's own)
+and gives the label to link to.
 ``book/_ext/backrefs.py`` turns them into links on the API page, and
 ``tests/test_backrefs.py`` fails on a public name without one or on a number the book
 does not have.
@@ -59,10 +60,10 @@ def references(doc: str | None) -> list[Backref]:
 
 
 def chapter_page(book, chapter: int):
-    pages = [p for p in book.pages.values() if p.number == (chapter,)]
-    if not pages:
+    page = book.chapter(chapter)
+    if page is None:
         raise BackrefError(f"the book has no Chapter {chapter}")
-    return pages[0]
+    return page
 
 
 def resolve(book, ref: Backref) -> Backref:
@@ -80,12 +81,10 @@ def resolve(book, ref: Backref) -> Backref:
     if kind == "section":
         if not any(num == number for _, num, _ in page.sections):
             raise BackrefError(f"{ref.text!r}: Chapter {ref.chapter} has no Section {ref.number}")
-        labels = [t.label for t in book.labels.values()
-                  if t.kind == "section" and t.docname == page.docname and t.number == number]
+        labels = [t.label for t in book.targets("section", page.docname, number)]
         return Backref(**{**ref.__dict__, "docname": page.docname, "title": page.title,
                           "label": labels[0] if labels else ""})
-    labels = [t.label for t in book.labels.values()
-              if t.kind == kind and t.docname == page.docname and t.number == number]
+    labels = [t.label for t in book.targets(kind, page.docname, number)]
     if not labels:
         raise BackrefError(f"{ref.text!r}: Chapter {ref.chapter} has no {ref.kind} {ref.number} "
                            "(numbers are the site's: Theorem 3.1 is the first theorem of Chapter 3)")

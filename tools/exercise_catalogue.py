@@ -14,8 +14,12 @@ metadata with :class:`CatalogueError`, and renders the tables of the guide for
 instructors (``book/instructors.md``) as MyST Markdown, naming each exercise by the
 number the site gives it (``{numref}`` to its label: "Exercise 3.1").
 
-Standard library only (tools/bookkit/core.py, whose directive blocks it reads, needs no
-more), so the guide's cell can import it from any kernel.
+What an exercise, its label and options, the auto-checked mark, a chapter's number and
+its title are is the book's model (tools/bookkit/core.py: :func:`~bookkit.core.exercise_blocks`,
+:data:`~bookkit.core.CHECKED_MARK`, :func:`~bookkit.core.chapter_file_number`,
+:func:`~bookkit.core.first_heading`); this module reads the exercises' metadata and makes
+the tables. Standard library only (the parts of the core it uses need no more), so the
+guide's cell can import it from any kernel.
 """
 from __future__ import annotations
 
@@ -24,11 +28,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookkit.core import directive_blocks
+from bookkit.core import CHECKED_MARK, cell_source, chapter_file_number, chapter_files, exercise_blocks, first_heading
 
 ROOT = Path(__file__).resolve().parent.parent
 _CHECK_CALL = re.compile(r"^\s*check_\w+\(.*\)\s*$", re.M)
-CHECKED_MARK = "✓ *Auto-checked.*"
 STAR, NO_STAR = "★", "☆"
 
 
@@ -49,51 +52,24 @@ class Exercise:
     shows_answer: bool = False  # points to a listing of the library's source that answers it
 
 
-def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
-def _directives(text: str) -> list[tuple[str, str]]:
-    """``(title, body)`` of each top-level ``{exercise}`` directive in a markdown cell.
-
-    A fence left open runs to the end of the cell, as in CommonMark.
-    """
-    lines = text.split("\n")
-    return [(title, "\n".join(lines[first + 1:last]))
-            for first, last, _, title in directive_blocks(lines, "exercise")]
-
-
-def _directive_label(body: str) -> str | None:
-    m = re.search(r"^:label:\s*(\S+)\s*$", body, re.M)
-    return m.group(1) if m else None
-
-
-def _first_paragraph(body: str) -> str:
-    """The directive's body after its option lines (``:label: ...``) and blank lines."""
-    lines = body.split("\n")
-    i = 0
-    while i < len(lines) and (lines[i].startswith(":") or not lines[i].strip()):
-        i += 1
-    return "\n".join(lines[i:]).lstrip()
+_source = cell_source      # kept for the callers that used it (tools/hand_scores.py)
 
 
 def read_chapter(path: Path) -> list[Exercise]:
     """The exercises of one chapter notebook, in order."""
     path = Path(path)
     nb = json.loads(path.read_text(encoding="utf-8"))
-    m = re.match(r"(\d+)_", path.name)
-    if not m:
+    number = chapter_file_number(path)
+    if number is None:
         raise CatalogueError(f"{path.name}: a chapter's file name starts with its number, e.g. 01_...")
-    chapter = int(m.group(1))
-    markdown = [(i, _source(c), c.get("metadata", {})) for i, c in enumerate(nb["cells"])
+    chapter = int(number)
+    markdown = [(i, cell_source(c), c.get("metadata", {})) for i, c in enumerate(nb["cells"])
                 if c["cell_type"] == "markdown"]
-    heading = next((ln[2:].strip() for _, text, _ in markdown for ln in text.split("\n")
-                    if ln.startswith("# ")), path.stem)
+    heading = first_heading(text for _, text, _ in markdown) or path.stem
     exercises = []
     for index, text, metadata in markdown:
         where = f"{path.name}, cell {index}"
-        directives = _directives(text)
+        directives = exercise_blocks(text)
         meta = metadata.get("exercise")
         if not directives:
             if meta is not None:
@@ -102,8 +78,8 @@ def read_chapter(path: Path) -> list[Exercise]:
         if len(directives) > 1:
             raise CatalogueError(f"{where}: {len(directives)} exercises in one cell; "
                                  "give each its own cell so its metadata describes it")
-        title, body = directives[0]
-        label = _directive_label(body)
+        block = directives[0]
+        title, body, label = block.title, block.body, block.label or None
         if not isinstance(meta, dict):
             raise CatalogueError(f"{where}: exercise {label or title!r} has no 'exercise' metadata "
                                  '(expected {"label": ..., "topic": ..., "difficulty": 1, 2 or 3})')
@@ -123,7 +99,7 @@ def read_chapter(path: Path) -> list[Exercise]:
                                  "in brackets already (Exercise 1.1 (Title)). A checked exercise starts its "
                                  f"body with {CHECKED_MARK!r} instead of a '(checked)' in the title")
         checked = bool(_CHECK_CALL.search(body))
-        marked = _first_paragraph(body).startswith(CHECKED_MARK)
+        marked = block.marked_checked
         if checked != marked:
             raise CatalogueError(
                 f"{where}: {label} " + (f"calls a check but its body does not start with {CHECKED_MARK!r}"
@@ -139,7 +115,7 @@ def read_chapter(path: Path) -> list[Exercise]:
 
 def read_exercises(chapters: Path = ROOT / "chapters") -> list[Exercise]:
     """The exercises of every chapter notebook in ``chapters``, in chapter order."""
-    paths = sorted(Path(chapters).glob("*.ipynb"))
+    paths = chapter_files(chapters)
     if not paths:
         raise CatalogueError(f"no chapter notebooks in {chapters}")
     exercises = [e for path in paths for e in read_chapter(path)]

@@ -31,6 +31,10 @@ missing, appears twice, or holds markup that has no plain-text form (a cross-ref
 role, an unknown TeX command) is an error naming the cell, and so is a figure cell
 whose outputs hold more or fewer than one image (one caption, one number). Both modes
 print a note, not an error, for a caption longer than CAPTION_NOTE characters.
+
+What a figure cell is, where its "What to notice" block is and what the block holds are
+the book's model (tools/bookkit/core.py: ``draws_figure``, ``figure_notice``,
+``notice_block``, ``figure_metadata``); this module turns the block into the three entries.
 """
 from __future__ import annotations
 
@@ -41,8 +45,10 @@ from pathlib import Path
 
 import nbformat
 
+from bookkit import core
+
 ROOT = Path(__file__).resolve().parent.parent
-MARKER = "**What to notice.**"
+MARKER = core.NOTICE
 #: A figure label: fig-<chapter>-<slug>, lower-case words joined by hyphens.
 NAME = re.compile(r"^fig-[a-z0-9]+(?:-[a-z0-9]+)+$")
 #: Captions longer than this (in characters of Markdown) are reported as a note: a caption
@@ -73,56 +79,13 @@ class AltTextError(ValueError):
     """A figure whose "What to notice" is missing, ambiguous or not expressible as plain text."""
 
 
-def _source(cell) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
-def is_figure_cell(cell) -> bool:
-    """A code cell that draws a figure: it calls ``plt.show()`` or has a stored image output."""
-    if cell.get("cell_type") != "code":
-        return False
-    if re.search(r"\bplt\.show\(\)", _source(cell)):
-        return True
-    return any(mime.startswith("image/") for out in cell.get("outputs", []) for mime in out.get("data", {}))
+_source = core.cell_source
+is_figure_cell = core.draws_figure      # a code cell that calls plt.show() or has a stored image output
 
 
 def notice_block(markdown: str, where: str = "cell") -> str:
-    """The ``**What to notice.**`` block of a markdown cell, without the marker (Markdown source).
-
-    The block is the rest of the marker's paragraph, or, when the marker stands alone
-    on its line, the list that follows it (up to the first line after a blank line that
-    is neither a list item nor indented).
-    """
-    lines = markdown.split("\n")
-    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(MARKER)]
-    if len(starts) != 1:
-        raise AltTextError(f"{where}: expected one line starting with {MARKER!r} in the markdown cell "
-                           f"above the figure, found {len(starts)}")
-    first = lines[starts[0]].lstrip()[len(MARKER):].strip()
-    block = [first] if first else []
-    i = starts[0] + 1
-    if first:  # a paragraph: up to the next blank line
-        while i < len(lines) and lines[i].strip():
-            block.append(lines[i])
-            i += 1
-    else:  # a list: items, their continuation lines, blank lines between items
-        while i < len(lines) and not lines[i].strip():
-            i += 1
-        while i < len(lines):
-            line = lines[i]
-            if not line.strip():
-                following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
-                if not re.match(r"\s*([-*+]|\d+\.)\s|\s{2,}\S", following):
-                    break
-            elif not re.match(r"\s*([-*+]|\d+\.)\s|\s+\S", line):
-                break
-            block.append(line)
-            i += 1
-    text = "\n".join(block).strip()
-    if not text:
-        raise AltTextError(f"{where}: the {MARKER!r} block is empty")
-    return text
+    """The ``**What to notice.**`` block of a markdown cell, without the marker (:func:`bookkit.core.notice_block`)."""
+    return core.notice_block(markdown, where, AltTextError)
 
 
 def _group(text: str) -> str:
@@ -216,22 +179,15 @@ def figure_slug(caption: str, words: int = 4) -> str:
 def chapter_tag(name: str) -> str:
     """The chapter part of a figure label: the notebook's leading number (03_head_count -> 03)."""
     stem = Path(name).stem
-    m = re.match(r"(\d+)", stem)
-    return m.group(1) if m else (re.sub(r"[^a-z0-9]+", "", stem.lower()) or "nb")
+    return core.chapter_file_number(name) or re.sub(r"[^a-z0-9]+", "", stem.lower()) or "nb"
 
 
 def _notice_of(nb, index: int, name: str) -> str:
     """The "What to notice" block (Markdown) of the figure cell ``index``."""
-    above = next((j for j in range(index - 1, -1, -1) if nb["cells"][j]["cell_type"] == "markdown"), None)
-    where = f"{name}, figure cell {index}"
-    if above is None:
-        raise AltTextError(f"{where}: no markdown cell above it")
-    return notice_block(_source(nb["cells"][above]), where)
+    return core.figure_notice(nb["cells"], index, f"{name}, figure cell {index}", AltTextError)
 
 
-def _images(cell) -> int:
-    """How many outputs of a cell hold an image."""
-    return sum(any(m.startswith("image/") for m in out.get("data", {})) for out in cell.get("outputs", []))
+_images = core.image_outputs
 
 
 def captions(nb, name: str = "notebook") -> dict[int, str]:
@@ -251,9 +207,7 @@ def captions(nb, name: str = "notebook") -> dict[int, str]:
     return found
 
 
-def stored_figure(cell) -> dict:
-    """The ``mystnb.figure`` options stored in a cell's metadata (empty if none)."""
-    return dict(cell.get("metadata", {}).get("mystnb", {}).get("figure", {}) or {})
+stored_figure = core.figure_metadata      # the mystnb.figure options of a cell (empty if none)
 
 
 def figure_names(nb, name: str = "notebook") -> dict[int, str]:
@@ -362,7 +316,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="change nothing; exit 1 on a missing or stale alt text, caption or label")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "chapters").glob("*.ipynb"))
+    paths = args.notebooks or core.chapter_files(ROOT / "chapters")
     status = 0
     for path in paths:
         nb = nbformat.read(path, as_version=4)

@@ -77,9 +77,9 @@ def hand_graded_questions(chapters: Path = CHAPTERS) -> dict[str, dict[str, floa
         for cell in cells:
             if cell.get("cell_type") != "markdown":
                 continue
-            prompt = split_exercise_stubs(catalogue._source(cell))[0]
-            for _, body in catalogue._directives(prompt):
-                exercise = exercises[catalogue._directive_label(body)]
+            prompt = split_exercise_stubs(core.cell_source(cell))[0]
+            for block in core.exercise_blocks(prompt):
+                exercise, body = exercises[block.label], block.body
                 points = make_otter.POINTS_PER_STAR * exercise.difficulty
                 number = numbers[exercise.label]
                 if not exercise.checked:

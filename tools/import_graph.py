@@ -8,8 +8,17 @@ and prints one line per file (its lines), then one line per module with the modu
 tooling it imports, then the import cycles (a strongly connected group of two or more
 modules). An import inside a function counts too (marked ``lazy``: it still ties the two
 modules together), and so does ``book/_ext/portable_downloads.py``'s ``_load(srcdir,
-"name")``, which loads ``tools/<name>.py`` (marked ``load``). ``--check`` exits 1 when
-there is a cycle (tests/test_tool_layout.py runs it).
+"name")``, which loads ``tools/<name>.py`` or, dotted, a package's module (marked
+``load``), and a command of ``tools/bookcli``'s table (``COMMANDS``: command -> (module,
+help); marked ``command``: the module is imported when the command runs).
+
+It then reads the same imports with each package as one node (``tools/bookkit``,
+``tools/bookcli``: every module of a folder with an ``__init__.py``, under one of the
+folders above) beside the top-level modules (``tools/portable``, ``book/_ext/backrefs``),
+and prints the cycles between them: ``bookkit.cli -> portable -> bookkit.core`` is no
+cycle among modules but one between the package ``bookkit`` and ``portable``, and the
+layout core <- products <- command line forbids it. ``--check`` exits 1 when there is a
+cycle of either kind (tests/test_tool_layout.py runs it).
 """
 from __future__ import annotations
 
@@ -88,10 +97,25 @@ def imports(path: Path, here: str, known: dict[str, Path]) -> list[tuple[str, st
             elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "_load"
                   and len(child.args) == 2 and isinstance(child.args[1], ast.Constant)):
                 add(_resolve(str(child.args[1].value), "tools/x", known), "load")
+            elif isinstance(child, (ast.Assign, ast.AnnAssign)) and not lazy:
+                for module in _commands(child):
+                    add(_resolve(module, here, known), "command")
             visit(child, inner)
 
     visit(tree, False)
     return sorted(found.items())
+
+
+def _commands(node: ast.Assign | ast.AnnAssign) -> list[str]:
+    """The modules of a module-level ``COMMANDS = {"name": ("module", "help"), ...}`` table."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    if not any(isinstance(t, ast.Name) and t.id == "COMMANDS" for t in targets):
+        return []
+    if not isinstance(node.value, ast.Dict):
+        return []
+    return [value.elts[0].value for value in node.value.values
+            if isinstance(value, ast.Tuple) and value.elts and isinstance(value.elts[0], ast.Constant)
+            and isinstance(value.elts[0].value, str)]
 
 
 def graph(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
@@ -131,6 +155,41 @@ def cycles(edges: dict[str, list[tuple[str, str]]]) -> list[list[str]]:
     return groups
 
 
+def node_of(name: str, root: Path = ROOT) -> str:
+    """The node of module ``name`` when packages are read as one: its package, or itself.
+
+    ``tools/bookkit/core`` -> ``tools/bookkit`` (tools/bookkit/ has an ``__init__.py``);
+    ``tools/portable`` -> ``tools/portable``.
+    """
+    for folder in FOLDERS:
+        if name.startswith(folder + "/"):
+            parts = name[len(folder) + 1:].split("/")
+            if len(parts) > 1 and (root / folder / parts[0] / "__init__.py").exists():
+                return f"{folder}/{parts[0]}"
+    return name
+
+
+def package_graph(edges: dict[str, list[tuple[str, str]]], root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
+    """``edges`` with each package as one node (imports inside a package are left out)."""
+    merged: dict[str, dict[str, str]] = {}
+    for name, targets in edges.items():
+        node = node_of(name, root)
+        into = merged.setdefault(node, {})
+        for target, how in targets:
+            other = node_of(target, root)
+            if other != node and into.get(other) != "top":
+                into[other] = how
+    return {node: sorted(targets.items()) for node, targets in merged.items()}
+
+
+def all_cycles(root: Path = ROOT) -> list[list[str]]:
+    """The cycles among modules, then those between packages and top-level modules (not already listed)."""
+    edges = graph(root)
+    found = cycles(edges)
+    nodes = [sorted({node_of(n, root) for n in group}) for group in found]
+    return found + [g for g in cycles(package_graph(edges, root)) if g not in nodes]
+
+
 def report(root: Path = ROOT) -> str:
     known = modules(root)
     edges = graph(root)
@@ -142,23 +201,36 @@ def report(root: Path = ROOT) -> str:
     for name, path in known.items():
         lines.append(f"{len(path.read_text().splitlines()):6d}  {name}.py")
     lines.append("")
-    lines.append("imports among them (lazy: inside a function; load: _load(srcdir, name)):")
+    lines.append("imports among them (lazy: inside a function; load: _load(srcdir, name); "
+                 "command: bookcli's table):")
     for name, targets in edges.items():
         if targets:
             lines.append(f"  {name} -> " + ", ".join(t + ("" if how == "top" else f" ({how})") for t, how in targets))
     found = cycles(edges)
     lines.append("")
     lines.append("cycles: " + ("; ".join(" <-> ".join(g) for g in found) if found else "none"))
+    packages = package_graph(edges, root)
+    lines.append("")
+    lines.append("with each package as one node (" + ", ".join(
+        sorted({node_of(n, root) for n in known} - set(known))) + "), who imports whom:")
+    for name, targets in packages.items():
+        if targets:
+            lines.append(f"  {name} -> " + ", ".join(t for t, _ in targets))
+    between = cycles(packages)
+    lines.append("")
+    lines.append("cycles between packages and modules: "
+                 + ("; ".join(" <-> ".join(g) for g in between) if between else "none"))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=ROOT, help="the book's root folder")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the imports form a cycle")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if the imports form a cycle, among modules or between packages")
     args = parser.parse_args(argv)
     print(report(args.root))
-    return 1 if args.check and cycles(graph(args.root)) else 0
+    return 1 if args.check and all_cycles(args.root) else 0
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bookkit.core import CODE_FENCE, DIRECTIVE, OPTION, BookError, closes, directive_blocks, gated_cells  # noqa: E402
+from bookkit.core import (  # noqa: E402
+    CODE_FENCE, DIRECTIVE, OPTION, BookError, closes, directive_blocks, directive_label, gated_cells, has_tag)
 from exercise_catalogue import ROOT, CatalogueError, Exercise, read_chapter, stars  # noqa: E402
 
 
@@ -404,14 +405,13 @@ def measure_chapter(path: Path) -> Chapter:
             continue
         if g.cell.cell_type != "markdown":
             continue                       # the chapter's own code: not in the reading time
-        if "remove-cell" in (g.cell.get("metadata") or {}).get("tags", []):
+        if has_tag(g.cell, "remove-cell"):
             continue                       # not on the page
         lines = g.cell.source.split("\n")
         cut = []                           # (first, last) of the exercise and solution blocks
         for first, last, name, arg in directive_blocks(lines):
             if name == "exercise":
-                label = next((ln.split(":", 2)[2].strip() for ln in lines[first + 1:last]
-                              if ln.startswith(":label:")), "")
+                label = directive_label(lines, first, last)
                 statement[label] = count_words("\n".join(lines[first:last + 1]))
                 cut.append((first, last))
             elif name == "solution":

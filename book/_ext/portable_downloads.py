@@ -24,10 +24,17 @@ that sphinx-book-theme puts in ``_sources/`` is deleted. Its ``.md`` entry stays
 ``portable_site_url`` (default: the book's own site) is the site the notebooks link
 to; tools/make_assignments.py sets it to the students' site's address (``--site-url``).
 
-It also compares the numbers tools/portable.py computes (theorems, exercises,
-labelled equations, sections) with the ones Sphinx gave them, and warns on any
-difference, so a ``-W`` build fails if the portable notebooks would number anything
-differently from the site.
+It also compares the numbers of the book's model (tools/bookkit/core.py: theorems,
+exercises, figures, labelled equations, sections; the portable notebooks and every other
+product number with it) with the ones Sphinx gave them, and warns on any difference, so
+a ``-W`` build fails if the portable notebooks would number anything differently from
+the site.
+
+What it takes from where: the chapters, their labels and numbers come from the core
+(``bookkit.core.Book``), which knows the book and nothing of its products; only the
+downloads themselves, which are renderings, come from the product that renders them
+(tools/portable.py: ``render_notebook``, ``student_version``). Both are loaded from the
+``tools/`` folder of the book being built (:func:`_load`).
 """
 from __future__ import annotations
 
@@ -41,8 +48,21 @@ logger = logging.getLogger(__name__)
 
 
 def _load(srcdir: Path, name: str):
-    """tools/<name>.py of the book being built (or of this repository)."""
+    """tools/<name>.py of the book being built (or of this repository).
+
+    A dotted name is a module of a package in tools/ (``"bookkit.core"``): it is imported
+    under its own name, with that tools/ folder first on ``sys.path``, so that it is the
+    very module the products loaded here import (one ``Book`` class, one ``BookError``).
+    """
     for tools in (srcdir / "tools", Path(__file__).resolve().parents[2] / "tools"):
+        if "." in name:
+            if not (tools / (name.replace(".", "/") + ".py")).exists():
+                continue
+            sys.path.insert(0, str(tools))
+            try:
+                return importlib.import_module(name)
+            finally:
+                sys.path.remove(str(tools))
         path = tools / f"{name}.py"
         if path.exists():
             key = f"_portable_downloads_{name}"
@@ -57,11 +77,11 @@ def _load(srcdir: Path, name: str):
             finally:
                 sys.path.remove(str(tools))
             return module
-    raise ImportError(f"tools/{name}.py not found next to {srcdir}")
+    raise ImportError(f"tools/{name.replace('.', '/')}.py not found next to {srcdir}")
 
 
 def number_differences(book, env) -> list[str]:
-    """Where tools/portable.py's numbers differ from Sphinx's (``env.toc_fignumbers``, ``toc_secnumbers``)."""
+    """Where the book model's numbers differ from Sphinx's (``env.toc_fignumbers``, ``toc_secnumbers``)."""
     problems = []
     kinds = {"equation": "displaymath"}
     for label, target in book.labels.items():
@@ -72,10 +92,10 @@ def number_differences(book, env) -> list[str]:
         sphinx = env.toc_fignumbers.get(target.docname, {}).get(figtype, {}).get(key)
         if sphinx is None:
             problems.append(f"{target.docname}: {label} is {target.kind} {target.numbered} in "
-                            "tools/portable.py, but Sphinx gave it no number")
+                            "the book's model (tools/bookkit/core.py), but Sphinx gave it no number")
         elif tuple(sphinx) != tuple(target.number):
             problems.append(f"{target.docname}: {label} is {target.kind} {target.numbered} in "
-                            f"tools/portable.py, {'.'.join(map(str, sphinx))} on the site")
+                            f"the book's model, {'.'.join(map(str, sphinx))} on the site")
     known = {(t.docname, kinds.get(t.kind, t.kind), t.anchor) for t in book.labels.values() if t.number}
     for docname, page in book.pages.items():
         if page.path.suffix != ".ipynb":
@@ -84,13 +104,13 @@ def number_differences(book, env) -> list[str]:
             for key, number in numbers.items():
                 if (docname, figtype, key) not in known:
                     problems.append(f"{docname}: the site numbers {figtype} {key} as "
-                                    f"{'.'.join(map(str, number))}, and tools/portable.py does not know it")
+                                    f"{'.'.join(map(str, number))}, and the book's model does not know it")
         if page.number is None:
             continue
         ours = [number for _, number, _ in page.sections if number]
         theirs = sorted(tuple(n) for n in env.toc_secnumbers.get(docname, {}).values())
         if [tuple(n) for n in ours] != theirs:
-            problems.append(f"{docname}: section numbers differ: tools/portable.py "
+            problems.append(f"{docname}: section numbers differ: the book's model "
                             f"{['.'.join(map(str, n)) for n in ours]}, the site "
                             f"{['.'.join(map(str, n)) for n in theirs]}")
     return problems
@@ -100,6 +120,7 @@ def write_portable_sources(app, exception):
     if exception is not None or app.builder.format != "html":
         return
     srcdir, outdir = Path(app.srcdir), Path(app.outdir)
+    core = _load(srcdir, "bookkit.core")
     portable = _load(srcdir, "portable")
     kind = app.config.portable_notebooks
     if kind not in ("reader", "student", "otter"):
@@ -109,7 +130,7 @@ def write_portable_sources(app, exception):
 
     written = 0
     try:
-        book = portable.Book(srcdir, base_url=app.config.portable_site_url or None)
+        book = core.Book(srcdir, base_url=app.config.portable_site_url or None)
         for problem in number_differences(book, app.env):
             logger.warning(f"portable notebooks: {problem}")
         for page in book.chapters():
@@ -134,7 +155,7 @@ def write_portable_sources(app, exception):
             nbformat.validate(rendered)
             target.write_text(portable.notebook_text(rendered))
             written += 1
-    except portable.PortableError as exc:
+    except core.BookError as exc:
         # A chapter uses MyST that tools/portable.py cannot render: the download would
         # show raw markup, so say so (a -W build fails).
         logger.warning(f"portable notebooks: {exc} (downloads not yet written keep the MyST source)")
@@ -151,7 +172,7 @@ def _chapters(app) -> set[str]:
     """The docnames of the chapters (the notebooks of _toc.yml), read once per build."""
     found = getattr(app, "_portable_chapters", None)
     if found is None:
-        book = _load(Path(app.srcdir), "portable").Book(Path(app.srcdir))
+        book = _load(Path(app.srcdir), "bookkit.core").Book(Path(app.srcdir))
         found = {page.docname for page in book.chapters()}
         app._portable_chapters = found
     return found

@@ -9,15 +9,25 @@ nothing here knows about the products:
   cell by line (:func:`directive_blocks`);
 * the book (:class:`Book`): its pages from _toc.yml, chapter numbers, titles, sections,
   and every label with the number the site shows (theorems per kind, exercises, figures,
-  equations, sections), in document order as Sphinx numbers them; the site's address;
-* the chapters' figures (:func:`figure_options`: myst-nb's ``mystnb.figure`` metadata);
+  equations, sections), in document order as Sphinx numbers them; each page's numbered
+  things, labelled or not (``Page.numbered``); a chapter by number (:meth:`Book.chapter`)
+  and targets by kind, page and number (:meth:`Book.targets`); the site's address;
+* cells and chapter files (:func:`cell_source`, :func:`has_tag`, :func:`chapter_files`,
+  :func:`chapter_file_number`: the chapters are ``chapters/NN_name.ipynb``, and ``NN`` is the
+  number the table of contents gives them);
+* the chapters' figures: a cell that draws one (:func:`draws_figure`), its "What to notice"
+  block (:func:`notice_block`, :func:`figure_notice`: the nearest markdown cell above it),
+  and its caption and label (:func:`figure_options`: myst-nb's ``mystnb.figure`` metadata);
+* exercises: their ``{exercise}`` blocks with options and body (:func:`exercise_blocks`),
+  the mark of an auto-checked one (:data:`CHECKED_MARK`), a chapter's title
+  (:func:`first_heading`);
 * the gated solutions (``{solution-start}`` ... ``{solution-end}``), walked once for every
   product by :func:`gated_cells`, which also checks their layout and leaves out the cells
   tagged ``source-only`` (:data:`SOURCE_ONLY`: for readers of the source only).
 
-Imports point one way: ``bookkit`` <- the products (tools/portable.py,
-tools/make_assignments.py, tools/make_otter.py, tools/exercise_catalogue.py, ...) <- their
-command lines. Importing it needs the standard library only (tools/exercise_catalogue.py
+Imports point one way: ``bookkit`` <- the products and checks (tools/portable.py,
+tools/make_assignments.py, tools/make_otter.py, tools/exercise_catalogue.py,
+tools/figure_alt.py, ...) <- the command line (tools/bookcli). Importing it needs the standard library only (tools/exercise_catalogue.py
 runs in any kernel); loading a :class:`Book` needs nbformat and PyYAML, and
 :meth:`Book.bibliography` pybtex.
 """
@@ -61,7 +71,44 @@ SOURCE_ONLY = "source-only"
 
 def source_only(cell) -> bool:
     """Is ``cell`` tagged :data:`SOURCE_ONLY` (for readers of the source notebook only)?"""
-    return SOURCE_ONLY in (cell.get("metadata", {}) or {}).get("tags", [])
+    return has_tag(cell, SOURCE_ONLY)
+
+
+def cell_tags(cell) -> list[str]:
+    """The tags of a cell (``metadata.tags``; none if it has no metadata)."""
+    return (cell.get("metadata", {}) or {}).get("tags", []) or []
+
+
+def has_tag(cell, tag: str) -> bool:
+    """Is ``cell`` tagged ``tag`` (``remove-cell``, ``source-listing``, ...)?"""
+    return tag in cell_tags(cell)
+
+
+def cell_source(cell) -> str:
+    """A cell's source as one string (a notebook read as JSON may store it as a list of lines)."""
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+# A chapter's file: chapters/NN_name.ipynb, NN its number in the table of contents.
+CHAPTER_FILE = re.compile(r"^(?P<number>\d+)_")
+
+
+def chapter_files(chapters: Path = ROOT / "chapters") -> list[Path]:
+    """The chapters' notebooks, ``chapters/*.ipynb``, in order (their names start with their number)."""
+    return sorted(Path(chapters).glob("*.ipynb"))
+
+
+def chapter_file_number(path) -> str | None:
+    """The number a chapter's file name starts with, as written (``03_head_count.ipynb`` -> ``"03"``), else None.
+
+    It is the chapter's number on the site (its place in the numbered part of _toc.yml);
+    tests/test_bookkit.py checks that the two agree. The tools that must run on the
+    standard library alone (tools/exercise_catalogue.py, tools/problem_set_length.py)
+    read it instead of the table of contents.
+    """
+    m = CHAPTER_FILE.match(Path(path).name)
+    return m.group("number") if m else None
 
 
 class BookError(ValueError):
@@ -208,6 +255,9 @@ class Page:
     title: str = ""
     sections: list = field(default_factory=list)  # (level, number or None, title) in order
     exercises: list = field(default_factory=list)  # labels of exercises, in order
+    # every numbered theorem-like box, exercise, figure and labelled equation, in document
+    # order, as a Target (its label '' when it has none: numbered on the site, not linkable)
+    numbered: list = field(default_factory=list)
 
 
 def _strip_front_matter(text: str) -> str:
@@ -216,6 +266,11 @@ def _strip_front_matter(text: str) -> str:
         if end != -1:
             return text[end + 4:].lstrip("\n")
     return text
+
+
+def figure_metadata(cell) -> dict:
+    """The ``mystnb.figure`` options stored in a cell's metadata (``caption``, ``name``; empty if none)."""
+    return dict((cell.get("metadata", {}).get("mystnb", {}) or {}).get("figure") or {})
 
 
 def figure_options(cell) -> tuple[str, str] | None:
@@ -227,13 +282,77 @@ def figure_options(cell) -> tuple[str, str] | None:
     """
     if cell.get("cell_type") != "code":
         return None
-    figure = (cell.get("metadata", {}).get("mystnb", {}) or {}).get("figure") or {}
+    figure = figure_metadata(cell)
     name, caption = str(figure.get("name", "")).strip(), str(figure.get("caption", "")).strip()
     return (name, caption) if name and caption else None
 
 
+def image_outputs(cell) -> int:
+    """How many outputs of a cell hold an image."""
+    return sum(any(m.startswith("image/") for m in out.get("data", {})) for out in cell.get("outputs", []))
+
+
 def shows_image(cell) -> bool:
     return any(m.startswith("image/") for out in cell.get("outputs", []) for m in out.get("data", {}))
+
+
+def draws_figure(cell) -> bool:
+    """A code cell that draws a figure: it calls ``plt.show()`` or has a stored image output."""
+    if cell.get("cell_type") != "code":
+        return False
+    return bool(re.search(r"\bplt\.show\(\)", cell_source(cell))) or shows_image(cell)
+
+
+# The block that says what a figure shows, in the markdown cell above it: the single source of
+# its caption (the first sentence) and its alt text (tools/figure_alt.py writes both).
+NOTICE = "**What to notice.**"
+
+
+def notice_block(markdown: str, where: str = "cell", error: type[Exception] = BookError) -> str:
+    """The ``**What to notice.**`` block of a markdown cell, without the marker (Markdown source).
+
+    The block is the rest of the marker's paragraph, or, when the marker stands alone
+    on its line, the list that follows it (up to the first line after a blank line that
+    is neither a list item nor indented). ``error`` (naming ``where``) is raised when the
+    cell has no such line or more than one, or the block is empty.
+    """
+    lines = markdown.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.lstrip().startswith(NOTICE)]
+    if len(starts) != 1:
+        raise error(f"{where}: expected one line starting with {NOTICE!r} in the markdown cell "
+                    f"above the figure, found {len(starts)}")
+    first = lines[starts[0]].lstrip()[len(NOTICE):].strip()
+    block = [first] if first else []
+    i = starts[0] + 1
+    if first:  # a paragraph: up to the next blank line
+        while i < len(lines) and lines[i].strip():
+            block.append(lines[i])
+            i += 1
+    else:  # a list: items, their continuation lines, blank lines between items
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        while i < len(lines):
+            line = lines[i]
+            if not line.strip():
+                following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+                if not re.match(r"\s*([-*+]|\d+\.)\s|\s{2,}\S", following):
+                    break
+            elif not re.match(r"\s*([-*+]|\d+\.)\s|\s+\S", line):
+                break
+            block.append(line)
+            i += 1
+    text = "\n".join(block).strip()
+    if not text:
+        raise error(f"{where}: the {NOTICE!r} block is empty")
+    return text
+
+
+def figure_notice(cells, index: int, where: str = "cell", error: type[Exception] = BookError) -> str:
+    """The "What to notice" block (Markdown) of the figure drawn by ``cells[index]``: the nearest markdown cell above."""
+    above = next((j for j in range(index - 1, -1, -1) if cells[j]["cell_type"] == "markdown"), None)
+    if above is None:
+        raise error(f"{where}: no markdown cell above it")
+    return notice_block(cell_source(cells[above]), where, error)
 
 
 def page_items(path: Path) -> list[tuple[str, object]]:
@@ -339,6 +458,11 @@ class Book:
             counts[kind] = counts.get(kind, 0) + 1
             return page.number + (counts[kind],)
 
+        def numbered(target: Target) -> Target:
+            if target.number:
+                page.numbered.append(target)
+            return target
+
         def add(target: Target):
             if target.label in self.labels:
                 other = self.labels[target.label]
@@ -365,8 +489,8 @@ class Book:
                 for label in pending:
                     add(Target(label, "target", page.docname, None, "", label))
                 if block.kind == "math" and block.label:
-                    add(Target(block.label, "equation", page.docname, count("displaymath"), "",
-                               "equation-" + block.label))
+                    add(numbered(Target(block.label, "equation", page.docname, count("displaymath"), "",
+                                        "equation-" + block.label)))
                 if block.kind != "directive":
                     continue
                 name, options = block.name, block.options
@@ -374,19 +498,25 @@ class Book:
                 kind = name.split(":", 1)[1] if name.startswith("prf:") else name
                 if name.startswith("prf:") and kind in PRF_KINDS:
                     number = None if "nonumber" in options else count(kind)
+                    target = Target(label, kind, page.docname, number, block.arg, label)
                     if label:
-                        add(Target(label, kind, page.docname, number, block.arg, label))
+                        add(target)
+                    if number:
+                        page.numbered.append(target)
                 elif name in ("exercise", "exercise-start"):
                     number = None if "nonumber" in options else count("exercise")
+                    target = Target(label, "exercise", page.docname, number, block.arg, label)
                     if label:
-                        add(Target(label, "exercise", page.docname, number, block.arg, label))
+                        add(target)
                         page.exercises.append(label)
+                    if number:
+                        page.numbered.append(target)
                 elif name in ("solution", "solution-start"):
                     if label:
                         add(Target(label, "solution", page.docname, None, "", label, exercise=block.arg))
                 elif name == "math" and label:
-                    add(Target(label, "equation", page.docname, count("displaymath"), "",
-                               "equation-" + label))
+                    add(numbered(Target(label, "equation", page.docname, count("displaymath"), "",
+                                        "equation-" + label)))
                 elif name.startswith("prf:") and kind != "proof":
                     raise BookError(f"{page.docname}: unknown sphinx-proof directive {{{name}}}")
                 walk(block.body, False)
@@ -394,7 +524,7 @@ class Book:
         for kind, item in page_items(page.path):
             if kind == "figure":
                 label, caption = item
-                add(Target(label, "figure", page.docname, count("figure"), caption, label))
+                add(numbered(Target(label, "figure", page.docname, count("figure"), caption, label)))
             else:
                 walk(item.split("\n"), True)
 
@@ -437,6 +567,17 @@ class Book:
     def chapters(self) -> list[Page]:
         """The pages that are notebooks, in table-of-contents order."""
         return [p for p in self.pages.values() if p.path.suffix == ".ipynb"]
+
+    def chapter(self, number: int) -> Page | None:
+        """The page of Chapter ``number`` (the ``number``-th entry of the numbered part of _toc.yml), else None."""
+        return next((p for p in self.pages.values() if p.number == (number,)), None)
+
+    def targets(self, kind: str | None = None, docname: str | None = None,
+                number: tuple | None = None) -> list[Target]:
+        """The labelled targets of a ``kind`` (theorem, exercise, figure, section, ...), on a page, with a number."""
+        return [t for t in self.labels.values()
+                if (kind is None or t.kind == kind) and (docname is None or t.docname == docname)
+                and (number is None or t.number == number)]
 
     # -- bibliography
 
@@ -505,9 +646,68 @@ def directive_blocks(lines: list[str], name: str | None = None) -> list[tuple[in
     return blocks
 
 
+def label_of(body: list[str]) -> str:
+    """The ``:label:`` among a directive's body lines ('' if none)."""
+    return next((ln.split(":", 2)[2].strip() for ln in body if ln.startswith(":label:")), "")
+
+
 def directive_label(lines: list[str], first: int, last: int) -> str:
     """The ``:label:`` of the directive block ``lines[first:last + 1]`` ('' if none)."""
-    return next((ln.split(":", 2)[2].strip() for ln in lines[first + 1:last] if ln.startswith(":label:")), "")
+    return label_of(lines[first + 1:last])
+
+
+def directive_options(body: list[str]) -> tuple[dict, list[str]]:
+    """A directive's options (``:key: value`` lines or a ``---`` YAML block) and the rest of its body.
+
+    The rest has no blank lines at either end. The YAML form needs PyYAML; the other,
+    the standard library only.
+    """
+    return _options(body)
+
+
+# The first line of the body of an auto-checked exercise (its stub ends in a check_... call).
+CHECKED_MARK = "✓ *Auto-checked.*"
+
+
+@dataclass
+class ExerciseBlock:
+    """One top-level ``{exercise}`` directive of a markdown cell."""
+    title: str            # the directive's argument
+    body: str             # the lines between its fences (options included)
+    options: dict         # :label:, :class:, ...
+    text: str             # the body after its options
+
+    @property
+    def label(self) -> str:
+        return str(self.options.get("label", "")).strip()
+
+    @property
+    def marked_checked(self) -> bool:
+        """Does its text start with :data:`CHECKED_MARK`?"""
+        return self.text.startswith(CHECKED_MARK)
+
+
+def exercise_blocks(source: str) -> list[ExerciseBlock]:
+    """The top-level ``{exercise}`` directives of markdown ``source``, in order.
+
+    A fence left open runs to the end of the cell, as in CommonMark.
+    """
+    lines = source.split("\n")
+    found = []
+    for first, last, _, title in directive_blocks(lines, "exercise"):
+        body = lines[first + 1:last]
+        options, rest = directive_options(body)
+        found.append(ExerciseBlock(title, "\n".join(body), options, "\n".join(rest)))
+    return found
+
+
+def first_heading(texts) -> str | None:
+    """The first level-1 heading of markdown ``texts`` (a page's title), outside directives and code; else None."""
+    for text in texts:
+        for block in parse(text.split("\n")):
+            if block.kind == "text" and (m := HEADING.match(block.lines[0])) and len(m.group("hashes")) == 1:
+                return m.group("text")
+    return None
 
 
 def starts_with(source: str, name: str) -> bool:

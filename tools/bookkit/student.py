@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import nbformat
 
-from bookkit.core import directive_blocks, directive_label, gated_cells, tidy
+from bookkit.core import CHECKED_MARK, directive_blocks, directive_label, gated_cells, label_of, tidy
 
 _CLOSING = re.compile(r"^ {0,3}(`{3,}|:{3,})\s*$")
 _CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 # A checked exercise's body starts with this mark (older chapters: "(checked)" in the title).
-_CHECKED_MARK = "✓ *Auto-checked.*"
+_CHECKED_MARK = CHECKED_MARK
 
 
 class LayoutError(ValueError):
@@ -91,7 +91,7 @@ def split_exercise_stubs(source: str) -> tuple[str, list[tuple[str, str]]]:
     found = []
     for first, last, _, _ in directive_blocks(lines, "exercise"):
         body = lines[first + 1:last]
-        label = next((b.split(":", 2)[2].strip() for b in body if b.startswith(":label:")), "")
+        label = label_of(body)
         span = _stub_in(body)
         if span is None:
             continue
