@@ -96,11 +96,21 @@ where a singular value sits within rounding of its threshold.
   convolution, evaluated by FFT (the code also uses upper bounds on
   ``|| |A| ||_2`` and ``|| |C| ||_2`` and adds a bound on the FFT's own
   rounding). Then ``tau_l = (sum_(j<l) xi_j^2)^(1/2)`` bounds
-  ``||fl(G_l) - G_l||_2``. The proof, in the docstring of
-  ``_lag_rounding_bounds``, is to first order in ``eps``: it uses the
-  computed ``||fl(C A^i)||_F`` for the exact ``||C A^i||_2``, and the spare
-  factor covers the difference when the rounding of ``fl(C A^i)`` is small
-  next to ``C A^i`` itself, which a cancelling ``C A^i`` could violate.
+  ``||fl(G_l) - G_l||_2`` (it bounds the Frobenius norm of the error of
+  the columns ``vec K_j``, ``j < l``, which is at least the spectral norm).
+  The proof in brief: each step is
+  ``W_l = A W_(l-1) + F_l`` with
+  ``||F_l||_F <= gamma_N || |A| ||_2 ||W_(l-1)||_F``, so by induction
+  ``W_l = A^l B + sum_(j=1..l) A^(l-j) F_j`` and
+  ``fl(K_l) - K_l = sum_(j=1..l) (C A^(l-j)) F_j + H_l`` with
+  ``||H_l||_F <= gamma_N || |C| ||_2 ||W_l||_F``, the rounding of the last
+  product; take norms. The full proof is in the docstring of the private
+  ``_lag_rounding_bounds``, which is not on the API page:
+  ``help(ssmheads.span._lag_rounding_bounds)`` prints it. It is to first
+  order in ``eps``: it uses the computed ``||fl(C A^i)||_F`` for the exact
+  ``||C A^i||_2``, and the spare factor covers the difference when the
+  rounding of ``fl(C A^i)`` is small next to ``C A^i`` itself, which a
+  cancelling ``C A^i`` could violate.
 * *Scale.* :func:`singular_values`, :func:`interaction_rank` and
   :func:`span_basis` divide ``G`` by a power of two, ``2^e``, so that its
   largest entry lies in ``[1/2, 1)``, before the SVD (``_scaled_columns``);
@@ -120,15 +130,28 @@ where a singular value sits within rounding of its threshold.
   all prefixes, usually after ``O(log n)`` SVDs.
 * *The degree m* (``_minimal_polynomial_degree``). It forms the powers of
   ``A / ||A||`` one at a time and stops at an ``L`` where the powers left
-  out cannot change a count. The test uses Weyl's inequality,
-  ``|sigma_r(X + E) - sigma_r(X)| <= ||E||_2``. Since
-  ``||A^l||_F <= ||A^L||_F`` for ``l >= L``, the columns not formed have
-  Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``, so they move
-  every singular value, and the threshold, by at most ``delta``. The powers
-  stop at the first ``L`` with ``delta`` far below the threshold
-  (``delta <= 1e-3 rtol sqrt(N)``); if a singular value lies within
-  ``delta`` of its threshold, they go on until none does (or all ``N`` are
-  formed). The prefixes are then counted from one QR factorisation ``Q R``
+  out cannot change a count. Since ``||A^l||_F <= ||A^L||_F`` for
+  ``l >= L`` (``||A|| = 1``), the ``N - L`` columns not formed have
+  Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``. Appending them
+  to ``G_L`` lowers no singular value (interlacing, as above) and raises
+  each by at most ``delta`` (Weyl's inequality,
+  ``sigma_r(X + E) <= sigma_r(X) + ||E||_2``, with ``X = [G_L, 0]`` and
+  ``E`` the appended columns padded with zeros); the singular values it
+  adds, beyond the ``L``-th, are at most ``delta``. So the threshold
+  ``tau = rtol sigma_1(G_L)`` rises by at most ``rtol delta``, and a
+  singular value ``s`` of ``G_L`` stays on its side of the threshold unless
+  ``tau - delta < s <= tau + rtol delta``: a counted one can drop out only
+  if it is at most ``rtol delta`` above ``tau``, an uncounted one can come
+  in only if it is more than ``tau - delta``. The same holds for every
+  prefix longer than ``L``. The powers stop at the first ``L`` with
+  ``delta <= 1e-3 rtol sqrt(N)``, at most a thousandth of ``tau``, because
+  ``sigma_1(G_L) >= ||vec I||_2 = sqrt(N)`` (the largest singular value
+  is at least the norm of any column); so the added singular values, at
+  most ``delta``, never count. If a singular value of ``G_L`` lies
+  in that window ``(tau - delta, tau + rtol delta]``, they go on to the
+  first ``L`` with a ``delta`` at most a thousandth of the last one, until
+  none does (or all ``N`` are formed, ``delta = 0``). The prefixes are
+  then counted from one QR factorisation ``Q R``
   of the powers formed: the first ``l`` columns have the singular values of
   the leading ``l x l`` block of ``R``. (:func:`minimal_polynomial_degree`,
   "How it is computed", gives the details.)
@@ -829,10 +852,14 @@ def minimal_polynomial_degree(A, rtol: float | None = None, max_bytes: int | Non
     **How it is computed.** The powers are formed one at a time and stop at the
     first ``L`` where the remaining ones cannot matter: for ``l >= L``,
     ``||A^l||_F <= ||A^L||_F`` (``||A|| = 1``), so the unformed columns have
-    Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``, and by Weyl's
-    inequality they move every singular value (and the largest one, hence the
-    threshold) by at most ``delta``. Once ``delta <= 1e-3 rtol sqrt(N)`` and no
-    singular value of ``G_L`` lies within ``delta`` of its threshold, the counts of
+    Frobenius norm at most ``delta = sqrt(N - L) ||A^L||_F``. Appended to ``G_L``
+    they lower no singular value (interlacing) and, by Weyl's inequality, raise
+    each by at most ``delta`` (and add ones of at most ``delta``), so the
+    threshold ``tau = rtol sigma_1(G_L)`` rises by at most ``rtol delta``. Once
+    ``delta <= 1e-3 rtol sqrt(N)`` (at most ``1e-3 tau``, since
+    ``sigma_1(G_L) >= ||vec I||_2 = sqrt(N)``) and no singular value of ``G_L``
+    lies in ``(tau - delta, tau + rtol delta]`` (otherwise more powers are
+    formed, to a ``delta`` a thousand times smaller), the counts of
     all longer prefixes equal the count of ``G_L``, and the answer is the running
     count over the prefixes of ``G_L`` (from one QR factorisation of ``G_L``: the
     prefix ``G_l`` has the singular values of ``R[:l, :l]``). This is the same
