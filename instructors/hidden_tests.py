@@ -12,6 +12,17 @@ into a test cell and calls it with the student's globals, by parameter name):
   when the student did not define it;
 * it is self-contained: it imports what it uses inside its body and defines its
   small helpers there (no module-level helper or constant is used);
+* it calls the student's function, reads its result and compares it through the
+  helpers of ``ssmheads.exercises.checking`` (``ck.call``, ``ck.real_array``,
+  ``ck.number``, ``ck.compare``), with its own cases, references, messages and hints;
+  it loads that module fresh from its file, in its first three lines of code::
+
+      checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+      spec = importlib.util.spec_from_file_location("_checking", checking)
+      spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+
+  because the student's notebook runs in the grading kernel first, and an answer that
+  assigned to ``ssmheads.exercises.checking.compare`` (say) must not reach the test's copy;
 * its references are computed independently of the student's answer, by another
   route than the one the exercise asks for where there is one, and never by a
   ``check_...`` function; they are computed *before* the answer runs, and the
@@ -37,66 +48,37 @@ def hidden_ema(ema_operator):
     gamma with a wide token (3, 5, -0.8). Reference: the interaction operator of the SSM
     A = gamma I, B = (1 - gamma) I, C = I (sh.LinearSSM), not the EMA formula.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
 
-    assert ema_operator is not None, ("ema_operator is not defined: run the cell that defines it "
-                                      "(keep its name ema_operator) before you submit")
-    assert callable(ema_operator), f"ema_operator should be a function; got {type(ema_operator).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            out = ema_operator(*args)
-        except Exception as exc:  # the student's code failed: report it, not a traceback
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
-        return out
-
-    def array(out, shape, what, gamma):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
-            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 (relative to the "
-            "largest entry when that exceeds 1): build it in float64, NumPy's default")
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}"
-                               + (f"; gamma = {gamma} is negative here (any real gamma is allowed): gamma ** (i - j) "
-                                  "with an integer power is fine, but log(gamma) or a fractional power is not"
-                                  if gamma < 0 else ""))
-        return got
-
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(ema_operator, "ema_operator")
+    precision = ("{what}: your array holds {dtype}, and the test compares entries to 1e-9 (relative to the largest "
+                 "entry when that exceeds 1): build it in float64, NumPy's default")
+    negative = ("; gamma = {gamma} is negative here (any real gamma is allowed): gamma ** (i - j) with an integer "
+                "power is fine, but log(gamma) or a fractional power is not")
     for n, d, gamma in ((6, 3, 0.25), (1, 4, 0.8), (5, 2, 0.0), (4, 2, 1.0), (9, 2, 0.97), (3, 5, -0.8)):
         what = f"ema_operator({n}, {d}, {gamma})"
         expected = sh.LinearSSM(gamma * np.eye(d), (1 - gamma) * np.eye(d), np.eye(d)).interaction(np.zeros((n, d)))
-        got = array(call(what, n, d, gamma), (n, n, d, d), what, gamma)
-        bad = np.abs(got - expected) > 1e-9 * max(1.0, float(np.abs(expected).max()))
-        above = np.argwhere(bad & (np.arange(n)[None, :, None, None] > np.arange(n)[:, None, None, None]))
-        where = tuple(int(i) for i in (above[0] if len(above) else np.argwhere(bad)[0])) if bad.any() else None
-        hint = ""
-        if len(above):
-            hint = ("; this block lies above the diagonal (j > i): the EMA never reads later tokens, "
-                    "so W_ij = 0 for j > i")
-        elif gamma == 0.0:
-            hint = "; with gamma = 0 the EMA is y_i = x_i: W_ii = I (gamma^0 = 1, also for gamma = 0) and 0 elsewhere"
-        elif gamma == 1.0:
-            hint = "; with gamma = 1 the factor 1 - gamma is 0, so every block is 0"
-        digits = ".6g" if where is None or f"{expected[where]:.6g}" != f"{got[where]:.6g}" else ".17g"
-        if digits == ".17g":
-            hint = f"; a difference of {got[where] - expected[where]:.2g}{hint}"
-        assert where is None, (f"{what}: entry {where} should be {expected[where]:{digits}}; got "
-                               f"{got[where]:{digits}} (indices (i, j, row, col), 0-based: output i, source j, then "
-                               f"the entry of the d x d block W_ij = (1 - gamma) gamma^(i-j) I for j <= i){hint}")
+        out = ck.call(ema_operator, what, n, d, gamma, todo="fill in its body and return the array")
+        got = ck.real_array(out, (n, n, d, d), what, float64=True, messages={"precision": precision},
+                            nonfinite_hint=negative.format(gamma=gamma) if gamma < 0 else "")
+        ck.compare(got, expected, what, first=np.arange(n)[None, :, None, None] > np.arange(n)[:, None, None, None],
+                   note=(" (indices (i, j, row, col), 0-based: output i, source j, then the entry of the d x d block "
+                         "W_ij = (1 - gamma) gamma^(i-j) I for j <= i)"),
+                   hints=[(lambda got, where: where[1] > where[0],
+                           "; this block lies above the diagonal (j > i): the EMA never reads later tokens, "
+                           "so W_ij = 0 for j > i"),
+                          (lambda got, where: gamma == 0.0, "; with gamma = 0 the EMA is y_i = x_i: W_ii = I "
+                           "(gamma^0 = 1, also for gamma = 0) and 0 elsewhere"),
+                          (lambda got, where: gamma == 1.0, "; with gamma = 1 the factor 1 - gamma is 0, so every "
+                           "block is 0")])
 
 
 def hidden_mlp(mlp_operator):
@@ -107,36 +89,17 @@ def hidden_mlp(mlp_operator):
     tokens whose preactivation is exactly 0 in one unit (D counts only W1 x > 0, strictly).
     Reference: a loop over tokens, W2 @ diag(1[W1 x_i > 0]) @ W1.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
-    assert mlp_operator is not None, ("mlp_operator is not defined: run the cell that defines it "
-                                      "(keep its name mlp_operator) before you submit")
-    assert callable(mlp_operator), f"mlp_operator should be a function; got {type(mlp_operator).__name__}"
+    import ssmheads as sh
 
-    def call(what, *args):
-        error = None
-        try:
-            out = mlp_operator(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(mlp_operator, "mlp_operator")
 
     cases = []
     for seed, n, d, h, p in ((111, 7, 3, 6, 4), (112, 1, 2, 3, 1)):
@@ -158,7 +121,8 @@ def hidden_mlp(mlp_operator):
         expected = np.zeros((n, n, p, d))
         for i in range(n):
             expected[i, i] = W2 @ np.diag((W1 @ X[i] > 0).astype(float)) @ W1
-        got = array(call(what, W1.copy(), W2.copy(), X.copy()), (n, n, p, d), what)
+        out = ck.call(mlp_operator, what, W1.copy(), W2.copy(), X.copy(), todo="fill in its body and return the array")
+        got = ck.real_array(out, (n, n, p, d), what)
         scale = max(1.0, float(np.abs(expected).max()))
         off = ~np.eye(n, dtype=bool)
         norms = np.sqrt(np.einsum("ijpd,ijpd->ij", got, got))
@@ -166,22 +130,22 @@ def hidden_mlp(mlp_operator):
             i, j = (int(k) for k in np.unravel_index(np.argmax(np.where(off, norms, 0.0)), (n, n)))
             assert False, (f"{what}: block ({i}, {j}) (0-based, i != j) has norm {norms[i, j]:.3g}; the MLP acts "
                            "token by token, so its token-local operator has W_ij = 0 for i != j")
-        bad = np.abs(got - expected) > 1e-9 * scale
-        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
-        hint = ""
-        if where is not None:
+
+        def hint(got, where):
             pre = W1 @ X[where[0]]
             y = np.maximum(X @ W1.T, 0) @ W2.T
             if np.any(pre == 0):
-                hint = (f"; token {where[0]} has a preactivation W1 x exactly 0 in unit(s) "
+                return (f"; token {where[0]} has a preactivation W1 x exactly 0 in unit(s) "
                         f"{[int(r) for r in np.flatnonzero(pre == 0)]}: D(x) = diag(1[W1 x > 0]) counts only "
                         "strictly positive units (so a zero token has W_ii = 0)")
-            elif np.allclose(np.einsum("ijpd,jd->ip", got, X), y, rtol=1e-9, atol=1e-9 * scale):
-                hint = ("; your token-local operator reproduces the MLP's output, but adding to W_ii a matrix N_i "
+            if np.allclose(np.einsum("ijpd,jd->ip", got, X), y, rtol=1e-9, atol=1e-9 * scale):
+                return ("; your token-local operator reproduces the MLP's output, but adding to W_ii a matrix N_i "
                         "with N_i x_i = 0 keeps the output: the exercise asks for the gate form, "
                         "D(x_i) = diag(1[W1 x_i > 0])")
-        assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
-                               f"(indices (i, j, row, col), 0-based; W_ii = W2 D(x_i) W1){hint}")
+            return ""
+
+        ck.compare(got, expected, what, digits=6, note=" (indices (i, j, row, col), 0-based; W_ii = W2 D(x_i) W1)",
+                   hints=hint)
 
 
 def hidden_residual(residual_operator):
@@ -192,40 +156,18 @@ def hidden_residual(residual_operator):
     the layer's coefficients and value maps, sum_h alpha^h_ij V_h + delta_ij I (not
     mha.interaction), so an answer that rebuilds causal softmax attention itself fails.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
     from ssmheads import systems
 
-    assert residual_operator is not None, ("residual_operator is not defined: run the cell that defines it "
-                                           "(keep its name residual_operator) before you submit")
-    assert callable(residual_operator), (f"residual_operator should be a function; "
-                                         f"got {type(residual_operator).__name__}")
-
-    def call(what, *args):
-        error = None
-        try:
-            out = residual_operator(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (fill in its body and return the array)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(residual_operator, "residual_operator")
 
     for seed, H, d, dk, n, causal, kernel in ((31, 3, 4, 4, 5, True, "softmax"), (32, 2, 3, 5, 7, False, "softmax"),
                                               (33, 2, 2, 2, 4, True, "linear"), (34, 1, 3, 3, 1, True, "softmax")):
@@ -235,32 +177,33 @@ def hidden_residual(residual_operator):
                 f"{H} head(s), d={d}, d_k={dk}, n={n}")
         expected = (np.einsum("hij,hpd->ijpd", mha.coefficients(X), mha.value_maps())
                     + np.eye(n)[:, :, None, None] * np.eye(d))
-        got = array(call(what, mha, X.copy()), (n, n, d, d), what)
+        out = ck.call(residual_operator, what, mha, X.copy(), todo="fill in its body and return the array")
+        got = ck.real_array(out, (n, n, d, d), what)
         scale = max(1.0, float(np.abs(expected).max()))
-        bad = np.abs(got - expected) > 1e-9 * scale
-        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
-        hint = ""
-        if where is not None:
+
+        def hint(got, where):
             identity = np.eye(n)[:, :, None, None] * np.eye(d)
             if np.abs(got + identity - expected).max() <= 1e-9 * scale:
-                hint = "; the residual connection is missing: add the identity to the diagonal blocks W_ii"
-            elif np.abs(got - (expected - identity + np.eye(d))).max() <= 1e-9 * scale:
-                hint = "; the identity is added to every block; it belongs to the diagonal blocks (i == j) only"
-            elif np.abs(got - (expected - identity + np.tril(np.ones((n, n)))[:, :, None, None]
-                                * np.eye(d))).max() <= 1e-9 * scale:
-                hint = ("; the identity is added to every block with j <= i; it belongs to the diagonal "
+                return "; the residual connection is missing: add the identity to the diagonal blocks W_ii"
+            if np.abs(got - (expected - identity + np.eye(d))).max() <= 1e-9 * scale:
+                return "; the identity is added to every block; it belongs to the diagonal blocks (i == j) only"
+            if np.abs(got - (expected - identity + np.tril(np.ones((n, n)))[:, :, None, None]
+                             * np.eye(d))).max() <= 1e-9 * scale:
+                return ("; the identity is added to every block with j <= i; it belongs to the diagonal "
                         "blocks (i == j) only")
-            elif np.allclose(np.einsum("ijpd,jd->ip", got, X), mha.forward(X) + X, rtol=1e-9, atol=1e-9 * scale):
-                hint = ("; your operator reproduces MHA(X) + X on X, but it is another interaction form of that map, "
+            if np.allclose(np.einsum("ijpd,jd->ip", got, X), mha.forward(X) + X, rtol=1e-9, atol=1e-9 * scale):
+                return ("; your operator reproduces MHA(X) + X on X, but it is another interaction form of that map, "
                         "not its natural operator sum_h alpha^h_ij V_h + delta_ij I")
-            elif not causal or kernel != "softmax":
+            if not causal or kernel != "softmax":
                 plain = sh.MultiHeadAttention(mha.W_Q, mha.W_K, mha.W_V, mha.W_O, causal=True, kernel="softmax")
                 same = np.abs(got - plain.interaction(X) - identity).max() <= 1e-9 * scale
-                hint = (f"; this layer is {'not causal (mha.causal is False)' if not causal else 'causal'} and uses "
+                return (f"; this layer is {'not causal (mha.causal is False)' if not causal else 'causal'} and uses "
                         f"the {kernel} kernel (mha.kernel){': your operator is that of a causal softmax layer' if same else ''}; "
                         "use the layer's own coefficients (mha.interaction or mha.coefficients)")
-        assert where is None, (f"{what}: entry {where} should be {expected[where]:.6g}; got {got[where]:.6g} "
-                               f"(indices (i, j, row, col), 0-based; W_ij = sum_h alpha^h_ij V_h + delta_ij I){hint}")
+            return ""
+
+        ck.compare(got, expected, what, digits=6, hints=hint,
+                   note=" (indices (i, j, row, col), 0-based; W_ij = sum_h alpha^h_ij V_h + delta_ij I)")
 
 
 # ============================================================== Chapter 2
@@ -275,28 +218,20 @@ def hidden_lag_span(lag_span_dimension):
     expected values are known by construction (and the test file checks them against the
     library). The library's span routines are switched off while the answer runs, as in the check.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads import systems
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch2 import SPAN_ROUTINES
 
-    assert lag_span_dimension is not None, ("lag_span_dimension is not defined: run the cell that defines it "
-                                            "(keep its name lag_span_dimension) before you submit")
-    assert callable(lag_span_dimension), (f"lag_span_dimension should be a function; "
-                                          f"got {type(lag_span_dimension).__name__}")
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(SPAN_ROUTINES):
-                out = lag_span_dimension(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (fill in its body and return k(n))")
-        return out
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(lag_span_dimension, "lag_span_dimension")
 
     jordan = systems.jordan([(0.9, 3)])
     shift = np.eye(3, k=-1)                          # e1 -> e2 -> e3 -> 0
@@ -323,7 +258,8 @@ def hidden_lag_span(lag_span_dimension):
     ]
     for label, (A, B, C, n), k in cases:
         what = f"lag_span_dimension(A, B, C, {n}) on {label}"
-        out = call(what, A.copy(), B.copy(), C.copy(), n)
+        out = ck.call(lag_span_dimension, what, A.copy(), B.copy(), C.copy(), n,
+                      within=reference_routines_off(SPAN_ROUTINES), todo="fill in its body and return k(n)")
         try:
             value = int(out)
         except (TypeError, ValueError, OverflowError):
@@ -350,41 +286,21 @@ def hidden_three_dims(three_dimensional_system):
     not hinge on the tolerance); and the interaction operator of the SSM at n = 10
     (sh.LinearSSM(...).interaction) must have interaction rank 3.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
 
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(three_dimensional_system, "three_dimensional_system")
     name = "three_dimensional_system()"
-    assert three_dimensional_system is not None, (
-        "three_dimensional_system is not defined: run the cell that defines it (keep its name) before you submit")
-    assert callable(three_dimensional_system), (f"three_dimensional_system should be a function; "
-                                                f"got {type(three_dimensional_system).__name__}")
-    error = None
-    try:
-        out = three_dimensional_system()
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    assert error is None, f"{name} raised {error}"
-    assert out is not None and out is not Ellipsis, (
-        f"{name} returned None: your function returns nothing yet (return the tuple (A, B, C))")
-    try:
-        A, B, C = (np.asarray(M) for M in out)
-        real = not any(np.iscomplexobj(M) for M in (A, B, C))
-        A, B, C = (M.astype(float) for M in (A, B, C))
-    except (TypeError, ValueError):
-        A = None
-    assert A is not None, f"{name}: expected a tuple (A, B, C) of three real matrices; got {type(out).__name__}"
-    assert real, f"{name}: expected real matrices A, B, C; got complex ones"
-    assert A.ndim == B.ndim == C.ndim == 2 and A.shape[0] == A.shape[1] == B.shape[0] == C.shape[1], (
-        f"{name}: expected A (N, N), B (N, d), C (p, N); got shapes {A.shape}, {B.shape}, {C.shape}")
-    assert (C.shape[0], B.shape[1]) == (2, 2), (
-        f"{name}: expected p = 2 outputs and d = 2 inputs; got p = {C.shape[0]}, d = {B.shape[1]}")
-    assert np.all(np.isfinite(A)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C)), (
-        f"{name}: A, B and C must be finite; yours contain NaN or infinity")
+    out = ck.call(three_dimensional_system, name, todo="return the tuple (A, B, C)")
+    A, B, C = ck.linear_system(out, name, p=2, d=2)
     N = A.shape[0]
-    radius = float(np.max(np.abs(np.linalg.eigvals(A)))) if N else 0.0
-    assert radius < 1, f"{name}: the system must be stable (spectral radius < 1); got {radius:.6g}"
-
     n_max = max(2 * N, 12)
     state, lags = B.copy(), []          # impulse e_c at time 0: the state is A^t B e_c, the output C A^t B e_c
     for _ in range(n_max):
@@ -440,39 +356,20 @@ def hidden_long_plateau(long_plateau_system):
     singular value between 1e-12 and 1e-8 of the largest); and the operator of the SSM
     has interaction rank 1 on n = 3 tokens and 2 on n = 4 and n = 12 tokens.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
 
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(long_plateau_system, "long_plateau_system")
     name = "long_plateau_system()"
-    assert long_plateau_system is not None, (
-        "long_plateau_system is not defined: run the cell that defines it (keep its name) before you submit")
-    assert callable(long_plateau_system), (f"long_plateau_system should be a function; "
-                                           f"got {type(long_plateau_system).__name__}")
-    error = None
-    try:
-        out = long_plateau_system()
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    assert error is None, f"{name} raised {error}"
-    assert out is not None and out is not Ellipsis, (
-        f"{name} returned None: your function returns nothing yet (return the tuple (A, B, C))")
-    try:
-        A, B, C = (np.asarray(M) for M in out)
-        real = not any(np.iscomplexobj(M) for M in (A, B, C))
-        A, B, C = (M.astype(float) for M in (A, B, C))
-    except (TypeError, ValueError):
-        A = None
-    assert A is not None, f"{name}: expected a tuple (A, B, C) of three real matrices; got {type(out).__name__}"
-    assert real, f"{name}: expected real matrices A, B, C; got complex ones"
-    assert A.ndim == B.ndim == C.ndim == 2 and A.shape[0] == A.shape[1] == B.shape[0] == C.shape[1], (
-        f"{name}: expected A (N, N), B (N, d), C (p, N); got shapes {A.shape}, {B.shape}, {C.shape}")
-    assert np.all(np.isfinite(A)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C)), (
-        f"{name}: A, B and C must be finite; yours contain NaN or infinity")
+    A, B, C = ck.linear_system(ck.call(long_plateau_system, name, todo="return the tuple (A, B, C)"), name)
     N, p, d = A.shape[0], C.shape[0], B.shape[1]
-    radius = float(np.max(np.abs(np.linalg.eigvals(A)))) if N else 0.0
-    assert radius < 1, f"{name}: the system must be stable (spectral radius < 1); got {radius:.6g}"
-
     n_max = max(2 * N, 12)
     state, lags = B.copy(), []
     for _ in range(n_max):
@@ -535,42 +432,20 @@ def hidden_build_heads(exact_head_construction):
     for p = 1 (the last case) both orders flatten alike and it passes.
     The library's head routines are switched off while the answer runs.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads import lag_operators, systems
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
 
-    assert exact_head_construction is not None, (
-        "exact_head_construction is not defined: run the cell that defines it (keep its name) before you submit")
-    assert callable(exact_head_construction), (f"exact_head_construction should be a function; "
-                                               f"got {type(exact_head_construction).__name__}")
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(REFERENCE_ROUTINES):
-                out = exact_head_construction(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return (coefficients, values))")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(exact_head_construction, "exact_head_construction")
 
     def spans(maps, K):
         basis, lags = maps.reshape(maps.shape[0], -1).T, K.reshape(K.shape[0], -1).T
@@ -613,7 +488,8 @@ def hidden_build_heads(exact_head_construction):
     for label, K, k in cases:
         n, p, d = K.shape
         what = f"exact_head_construction(K) on {label}"
-        out = call(what, K.copy())
+        out = ck.call(exact_head_construction, what, K.copy(), within=reference_routines_off(REFERENCE_ROUTINES),
+                      todo="return (coefficients, values)")
         try:
             coefficients, values = out
         except (TypeError, ValueError):
@@ -644,14 +520,12 @@ def hidden_build_heads(exact_head_construction):
                            f"(singular values of the stacked lags, relative to the largest: "
                            f"{', '.join(f'{v / s[0]:.1e}' for v in s[:k + 1])}; choose a rank tolerance "
                            f"relative to the largest and below the smallest nonzero one){why}")
-        V = array(values, (k, p, d), f"{what}: values")
-        c = array(coefficients, (k, n), f"{what}: coefficients")
-        got = np.einsum("hl,hpd->lpd", c, V)
-        bad = np.abs(got - K) > 1e-9 * float(np.abs(K).max())
-        where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
-        assert where is None, (f"{what}: sum_h coefficients[h, l] values[h] should reproduce K_l; entry (l, row, col) "
-                               f"= {where} should be {K[where]:.6g}; got {got[where]:.6g} (tolerance 1e-9 of "
-                               f"max |K| = {np.abs(K).max():.3g})" + vec_order_hint(c, V, K))
+        V = ck.real_array(values, (k, p, d), f"{what}: values")
+        c = ck.real_array(coefficients, (k, n), f"{what}: coefficients")
+        ck.compare(np.einsum("hl,hpd->lpd", c, V), K, what, scale=float(np.abs(K).max()), digits=6,
+                   says="sum_h coefficients[h, l] values[h] should reproduce K_l; entry (l, row, col) = {where} should "
+                        "be {want}; got {got}", note=f" (tolerance 1e-9 of max |K| = {np.abs(K).max():.3g})",
+                   hints=lambda got, where: vec_order_hint(c, V, K))
 
 
 def hidden_tail(optimal_error):
@@ -669,29 +543,20 @@ def hidden_tail(optimal_error):
     (not given the H = 0 or H >= k hint). The library's head routines are switched off
     while the answer runs.
     """
-    import warnings
+    import importlib.util
+    from pathlib import Path
 
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads import lag_operators, systems
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
 
-    assert optimal_error is not None, ("optimal_error is not defined: run the cell that defines it "
-                                       "(keep its name optimal_error) before you submit")
-    assert callable(optimal_error), f"optimal_error should be a function; got {type(optimal_error).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(REFERENCE_ROUTINES):
-                out = optimal_error(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the minimum, a number)")
-        return out
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(optimal_error, "optimal_error")
 
     rng = np.random.default_rng(141)
     jordan = systems.jordan([(0.8, 2), (-0.5, 1)])
@@ -716,17 +581,8 @@ def hidden_tail(optimal_error):
         value = float(np.sum(eigenvalues[H:]))
         total = float(np.sum(weights * np.sum(K.reshape(n, -1) ** 2, axis=1)))
         what = f"optimal_error(K, {H}, weights) on {label}"
-        out = call(what, K.copy(), H, weights.copy())
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                raw = out.reshape(()).item() if isinstance(out, np.ndarray) and out.size == 1 else out
-                got = None if isinstance(raw, np.ndarray) or np.iscomplexobj(raw) else float(raw)
-        except (TypeError, ValueError, OverflowError):
-            got = None
-        shape = f" of shape {out.shape}" if isinstance(out, np.ndarray) else ""
-        assert got is not None, f"{what}: expected a number; got {type(out).__name__}{shape}"
-        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        got = ck.number(ck.call(optimal_error, what, K.copy(), H, weights.copy(), todo="return the minimum, a number",
+                                within=reference_routines_off(REFERENCE_ROUTINES)), what)
         hint = ""
         gap = abs(got - value) / total
         if gap <= 1e-5:   # right to single precision: no other cause to name
@@ -775,28 +631,20 @@ def hidden_count_nonneg(nonnegative_head_count):
     one-entry array (np.array([2])) as its entry. The library's
     head routines are switched off while the answer runs.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads import lag_operators, systems
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
 
-    assert nonnegative_head_count is not None, (
-        "nonnegative_head_count is not defined: run the cell that defines it (keep its name) before you submit")
-    assert callable(nonnegative_head_count), (f"nonnegative_head_count should be a function; "
-                                              f"got {type(nonnegative_head_count).__name__}")
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(REFERENCE_ROUTINES):
-                out = nonnegative_head_count(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return H+, an integer)")
-        return out
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(nonnegative_head_count, "nonnegative_head_count")
 
     def scalar(a, n, c=1.0):
         return lag_operators([[a]], [[1.0]], [[c]], n)
@@ -822,7 +670,8 @@ def hidden_count_nonneg(nonnegative_head_count):
     ]
     for label, K, value in cases:
         what = f"nonnegative_head_count(K) on {label}"
-        out = call(what, K.copy())
+        out = ck.call(nonnegative_head_count, what, K.copy(), within=reference_routines_off(REFERENCE_ROUTINES),
+                      todo="return H+, an integer")
         if isinstance(out, np.ndarray) and out.size == 1:
             out = out.reshape(()).item()   # a one-entry array is its entry
         if isinstance(out, (float, np.floating)) and float(out).is_integer():
@@ -851,41 +700,20 @@ def hidden_quaternion(quaternion_heads):
     so the tiny token counts); alpha must be causal and the value maps the same in every call.
     The library's head routines are switched off while the answer runs.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads import lag_operators, systems
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch3 import REFERENCE_ROUTINES
 
-    assert quaternion_heads is not None, ("quaternion_heads is not defined: run the cell that defines it "
-                                          "(keep its name quaternion_heads) before you submit")
-    assert callable(quaternion_heads), f"quaternion_heads should be a function; got {type(quaternion_heads).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(REFERENCE_ROUTINES):
-                out = quaternion_heads(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return (alpha, values))")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(quaternion_heads, "quaternion_heads")
 
     first = systems.random_stable(8, 4, 4, rho=0.8, seed=41)
     X1 = np.random.default_rng(151).standard_normal((9, 4))
@@ -907,14 +735,15 @@ def hidden_quaternion(quaternion_heads):
     for label, K, X in cases:
         n = K.shape[0]
         what = f"quaternion_heads(K, X) on {label}"
-        out = call(what, K.copy(), X.copy())
+        out = ck.call(quaternion_heads, what, K.copy(), X.copy(), within=reference_routines_off(REFERENCE_ROUTINES),
+                      todo="return (alpha, values)")
         try:
             alpha, values = out
         except (TypeError, ValueError):
             alpha = values = None
         assert values is not None, f"{what}: expected a pair (alpha, values); got {type(out).__name__}"
-        V = array(values, (4, 4, 4), f"{what}: values")
-        alpha = array(alpha, (4, n, n), f"{what}: alpha")
+        V = ck.real_array(values, (4, 4, 4), f"{what}: values")
+        alpha = ck.real_array(alpha, (4, n, n), f"{what}: alpha")
         if fixed is None:
             fixed = V
         assert np.abs(V - fixed).max() <= 1e-12 * max(1.0, np.abs(fixed).max()), (
@@ -948,39 +777,18 @@ def hidden_head_jacobian(head_jacobian):
     Reference: sh.jacobian of the same head as a MultiHeadAttention layer (the test file
     checks it against central finite differences); tolerance 1e-7 of max(1, max |J|).
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
     from ssmheads import systems
 
-    assert head_jacobian is not None, ("head_jacobian is not defined: run the cell that defines it "
-                                       "(keep its name head_jacobian) before you submit")
-    assert callable(head_jacobian), f"head_jacobian should be a function; got {type(head_jacobian).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            out = head_jacobian(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (fill in its body and return J)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(head_jacobian, "head_jacobian")
 
     for seed, d, p, dk, n in ((61, 3, 3, 2, 5), (62, 2, 3, 4, 6), (63, 3, 3, 3, 2), (64, 2, 2, 1, 1), (65, 2, 2, 3, 8)):
         head = systems.random_attention(1, d, p=p, d_k=dk, seed=seed, scale=1.5)
@@ -996,25 +804,24 @@ def hidden_head_jacobian(head_jacobian):
         head = sh.MultiHeadAttention(head.W_Q, head.W_K, V[None], np.eye(p)[None])   # the value map V = W_O W_V
         expected = sh.jacobian(head, X)
         what = f"head_jacobian(W_Q, W_K, V, X) on a head with d={d}, p={p}, d_k={dk}, n={n}{note}"
-        got = array(call(what, head.W_Q[0].copy(), head.W_K[0].copy(), V.copy(), X.copy()), (n, n, p, d), what)
-        bad = np.abs(got - expected) > 1e-7 * max(1.0, float(np.abs(expected).max()))
-        future = bad & np.triu(np.ones((n, n), bool), 1)[:, :, None, None]     # blocks j > i first
-        first = future if future.any() else bad
-        where = tuple(int(k) for k in np.argwhere(first)[0]) if bad.any() else None
-        hint = ""
-        if where is not None and n == 1:
-            hint = ("with one token the weight is 1 and y_1 = v_1, so both score paths, which carry v_j - y_i "
-                    "(centred at the output), vanish: the Jacobian is V")
-        elif where is not None and where[0] == where[1]:
-            hint = ("this is a diagonal block (j == i): besides the value and key paths it carries the query path "
-                    "sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)")
-        elif where is not None and where[1] > where[0]:
-            hint = "the head is causal: y_i does not depend on x_j for j > i, so this block is zero"
-        elif where is not None:
-            hint = ("an off-diagonal block (j < i) has the value path a_ij V and the key path "
+        out = ck.call(head_jacobian, what, head.W_Q[0].copy(), head.W_K[0].copy(), V.copy(), X.copy(),
+                      todo="fill in its body and return J")
+
+        def hint(got, where):
+            if n == 1:
+                return ("; with one token the weight is 1 and y_1 = v_1, so both score paths, which carry v_j - y_i "
+                        "(centred at the output), vanish: the Jacobian is V")
+            if where[0] == where[1]:
+                return ("; this is a diagonal block (j == i): besides the value and key paths it carries the query "
+                        "path sum_m a_im (v_m - y_i) (W_Q^T k_m)^T / sqrt(d_k)")
+            if where[1] > where[0]:
+                return "; the head is causal: y_i does not depend on x_j for j > i, so this block is zero"
+            return ("; an off-diagonal block (j < i) has the value path a_ij V and the key path "
                     "a_ij (v_j - y_i) (W_K^T q_i)^T / sqrt(d_k) only")
-        assert where is None, (f"{what}: entry (i, j, row, col) = {where} of d y_i / d x_j should be "
-                               f"{expected[where]:.6g}; got {got[where]:.6g}; {hint}")
+
+        ck.compare(ck.real_array(out, (n, n, p, d), what), expected, what, rtol=1e-7, digits=6, note="", hints=hint,
+                   first=np.triu(np.ones((n, n), bool), 1)[:, :, None, None],     # blocks j > i first
+                   says="entry (i, j, row, col) = {where} of d y_i / d x_j should be {want}; got {got}")
 
 
 def hidden_highway(make_input):
@@ -1025,45 +832,26 @@ def hidden_highway(make_input):
     key = 25; d = 4, d_k = 3, n = 1000, a = 0.6, key = 500. Reference: the softmax weight
     computed here from W_Q, W_K and the returned input, to 1e-8 (the check's tolerance).
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads import systems
 
-    assert make_input is not None, ("make_input is not defined: run the cell that defines it "
-                                    "(keep its name make_input) before you submit")
-    assert callable(make_input), f"make_input should be a function; got {type(make_input).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            out = make_input(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (fill in its body and return X)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(make_input, "make_input")
 
     for seed, d, dk, n, a, key in ((71, 3, 2, 2, 0.999, 0), (71, 3, 2, 10, 0.01, 8), (72, 2, 1, 50, 0.75, 25),
                                    (73, 4, 3, 1000, 0.6, 500)):
         head = systems.random_attention(1, d, d_k=dk, seed=seed, scale=1.5)
         W_Q, W_K = head.W_Q[0], head.W_K[0]
         what = f"make_input(W_Q, W_K, n={n}, a={a}, key={key}) with d={d}, d_k={dk}"
-        X = array(call(what, W_Q.copy(), W_K.copy(), n, a, key), (n, d), what)
+        X = ck.real_array(ck.call(make_input, what, W_Q.copy(), W_K.copy(), n, a, key,
+                                  todo="fill in its body and return X"), (n, d), what)
         with np.errstate(all="ignore"):
             scores = (X @ W_K.T) @ (W_Q @ X[-1]) / np.sqrt(dk)     # s_(n-1, j) for j <= n-1: the last row sees all
             weights = np.exp(scores - scores.max())
@@ -1087,6 +875,9 @@ def hidden_ssm_profile(ssm_profile):
     then spectral norms; tolerance 1e-9 of max(1, max norm), as in the check. The library's
     Jacobian and profile routines are switched off while the answer runs, as in the check.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
@@ -1094,35 +885,10 @@ def hidden_ssm_profile(ssm_profile):
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch4 import PROFILE_ROUTINES
 
-    assert ssm_profile is not None, ("ssm_profile is not defined: run the cell that defines it "
-                                     "(keep its name ssm_profile) before you submit")
-    assert callable(ssm_profile), f"ssm_profile should be a function; got {type(ssm_profile).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(PROFILE_ROUTINES):
-                out = ssm_profile(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the n norms)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(ssm_profile, "ssm_profile")
 
     jordan = systems.jordan([(0.95, 4)])
     siso = systems.random_stable(4, 3, 1, seed=81)
@@ -1147,20 +913,18 @@ def hidden_ssm_profile(ssm_profile):
         lags = lags[:n]
         expected = np.linalg.norm(lags, ord=2, axis=(1, 2))
         what = f"ssm_profile(A, B, C, {n}) on {label}"
-        got = array(call(what, A.copy(), B.copy(), C.copy(), n), (n,), what)
-        scale = max(1.0, float(expected.max()))
-        bad = np.abs(got - expected) > 1e-9 * scale
-        where = int(np.argmax(bad)) if bad.any() else None
-        hint = ""
-        if where is not None:
-            if np.abs(got[::-1] - expected).max() <= 1e-9 * scale:
-                hint = "; your profile is reversed: entry l is the norm of K_l = C A^l B (distance l)"
-            elif np.abs(got - np.linalg.norm(lags, axis=(1, 2))).max() <= 1e-9 * scale:
-                hint = "; that is the Frobenius norm: the exercise asks for the spectral norm (ord=2)"
-            elif np.abs(got - shifted).max() <= 1e-9 * scale:
-                hint = "; your lags are off by one: lag 0 is K_0 = C B (start from B, not A B)"
-        assert where is None, (f"{what}: entry {where} (l = {where}, 0-based) should be ||C A^{where} B||_2 = "
-                               f"{expected[where]:.6g}; got {got[where]:.6g}{hint}")
+        out = ck.call(ssm_profile, what, A.copy(), B.copy(), C.copy(), n, todo="return the n norms",
+                      within=reference_routines_off(PROFILE_ROUTINES))
+        tol = 1e-9 * max(1.0, float(expected.max()))
+        ck.compare(ck.real_array(out, (n,), what), expected, what, digits=6, note="",
+                   says=("entry {where[0]} (l = {where[0]}, 0-based) should be ||C A^{where[0]} B||_2 = {want}; "
+                         "got {got}"),
+                   hints=[(lambda got, where: ck.near(got[::-1], expected, tol),
+                           "; your profile is reversed: entry l is the norm of K_l = C A^l B (distance l)"),
+                          (lambda got, where: ck.near(got, np.linalg.norm(lags, axis=(1, 2)), tol),
+                           "; that is the Frobenius norm: the exercise asks for the spectral norm (ord=2)"),
+                          (lambda got, where: ck.near(got, shifted, tol),
+                           "; your lags are off by one: lag 0 is K_0 = C B (start from B, not A B)")])
 
 
 def hidden_delay_loss(delay_loss):
@@ -1172,24 +936,17 @@ def hidden_delay_loss(delay_loss):
     operator route, sum over pairs i, j of (W_ij - T_ij)^2 with W_ij = K_(i-j) and the
     delay T_ij = [i - j = L], divided by the same for K = 0 (math.md, Corollary 7(c)).
     """
-    import warnings
+    import importlib.util
+    from pathlib import Path
 
     import numpy as np
 
-    assert delay_loss is not None, ("delay_loss is not defined: run the cell that defines it "
-                                    "(keep its name delay_loss) before you submit")
-    assert callable(delay_loss), f"delay_loss should be a function; got {type(delay_loss).__name__}"
+    import ssmheads as sh
 
-    def call(what, *args):
-        error = None
-        try:
-            out = delay_loss(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the loss, a number)")
-        return out
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(delay_loss, "delay_loss")
 
     rng = np.random.default_rng(161)
     cases = [("K = [0.3], n=1, L=0", np.array([0.3]), 0),
@@ -1205,15 +962,7 @@ def hidden_delay_loss(delay_loss):
         T = (lag == L).astype(float)                            # the delay's operator
         right = float(np.sum((W - T) ** 2) / np.sum(T ** 2))
         what = f"delay_loss(K, {L}) with {label}"
-        out = call(what, K.copy(), L)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                got = float(out)
-        except (TypeError, ValueError, OverflowError):
-            got = None
-        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
-        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        got = ck.number(ck.call(delay_loss, what, K.copy(), L, todo="return the loss, a number"), what, one_entry=False)
         hint = ""
         unweighted = float(np.sum((K - (np.arange(n) == L)) ** 2))
         if abs(got - unweighted) <= 1e-9 * max(1.0, unweighted) and abs(right - unweighted) > 1e-9 * max(1.0, right):
@@ -1257,66 +1006,45 @@ def hidden_retention(retention_recurrent):
     tokens, the state carried between blocks): no n x n matrix either. It is the last case,
     since a time limit stops every later call.
     """
+    import importlib.util
     import re
+    from pathlib import Path
 
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch5 import RETENTION_ROUTINES
 
-    assert retention_recurrent is not None, ("retention_recurrent is not defined: run the cell that defines it "
-                                             "(keep its name retention_recurrent) before you submit")
-    assert callable(retention_recurrent), (f"retention_recurrent should be a function; "
-                                           f"got {type(retention_recurrent).__name__}")
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(retention_recurrent, "retention_recurrent")
 
-    def call(what, *args):
-        error, stop, n = None, None, args[0].shape[0]
-        try:
-            with reference_routines_off(RETENTION_ROUTINES):
-                out = retention_recurrent(*args)
-        except OverflowError as exc:
-            error = (f"OverflowError: {exc}; on a long sequence gamma^(-t) overflows: run "
-                     "S_t = gamma S_(t-1) + k_t v_t^T as it stands")
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            if isinstance(exc, ValueError) and any(w in str(exc) for w in ("mismatch", "shapes", "aligned",
-                                                                          "broadcast")):
-                error += " (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, and y_t = S_t^T q_t has p entries)"
-            # the long case: an answer that forms the n x n weights runs out of time or memory there
-            limit = re.search(r"within the ([0-9.]+ s)", str(exc))
-            if n > 10000 and isinstance(exc, TimeoutError):
-                stop = (f"did not finish within the {limit.group(1) if limit else 'time'} this question allows "
-                        f"at n = {n} (grading stopped it)")
-            elif n > 10000 and isinstance(exc, MemoryError):
-                stop = f"ran out of memory at n = {n} (it raised MemoryError)"
-            elif n > 10000 and isinstance(exc, RuntimeError) and str(exc).startswith("ended the Python process"):
-                stop = (f"ran out of memory or CPU time at n = {n} (it raised RuntimeError: the process that ran "
-                        "it ended)")
-        assert stop is None, (
-            f"{what} {stop}; at this length an n x n matrix of float64 takes {n * n * 8 / 1e9:.1f} GB, and the "
-            f"weights formed one row at a time take n^2/2 = {n * n / 2:.0e} dot products of length "
-            f"d_k = {args[0].shape[1]}: form the recurrence one token at a time (S_t = gamma S_(t-1) + k_t v_t^T, "
-            "y_t = S_t^T q_t: n steps, each a few NumPy operations on the d_k x p state, not a Python loop over "
-            "its entries), never the n x n weights")
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the outputs Y)")
-        return out
-
-    def array(out, shape, what, overflows):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        long = " (a state rescaled by gamma^(-t) overflows on a long sequence)" if overflows else ""
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}{long}")
-        return got
+    def raised(exc):
+        """What the answer's exception says; on the long case, that an n x n matrix cannot finish."""
+        limit = re.search(r"within the ([0-9.]+ s)", str(exc))
+        stop = None
+        if n > 10000 and isinstance(exc, TimeoutError):
+            stop = (f"did not finish within the {limit.group(1) if limit else 'time'} this question allows "
+                    f"at n = {n} (grading stopped it)")
+        elif n > 10000 and isinstance(exc, MemoryError):
+            stop = f"ran out of memory at n = {n} (it raised MemoryError)"
+        elif n > 10000 and isinstance(exc, RuntimeError) and str(exc).startswith("ended the Python process"):
+            stop = f"ran out of memory or CPU time at n = {n} (it raised RuntimeError: the process that ran it ended)"
+        if stop:
+            return (f"{stop}; at this length an n x n matrix of float64 takes {n * n * 8 / 1e9:.1f} GB, and the "
+                    f"weights formed one row at a time take n^2/2 = {n * n / 2:.0e} dot products of length "
+                    f"d_k = {dk}: form the recurrence one token at a time (S_t = gamma S_(t-1) + k_t v_t^T, "
+                    "y_t = S_t^T q_t: n steps, each a few NumPy operations on the d_k x p state, not a Python loop "
+                    "over its entries), never the n x n weights")
+        if isinstance(exc, OverflowError):
+            return (f"raised OverflowError: {exc}; on a long sequence gamma^(-t) overflows: run "
+                    "S_t = gamma S_(t-1) + k_t v_t^T as it stands")
+        if isinstance(exc, ValueError) and any(w in str(exc) for w in ("mismatch", "shapes", "aligned", "broadcast")):
+            return (f"raised {type(exc).__name__}: {exc} (the state S_t = gamma S_(t-1) + k_t v_t^T is d_k x p, "
+                    "and y_t = S_t^T q_t has p entries)")
+        return None
 
     def parallel(Q, K, V, gamma, read_first=False):
         lag = np.arange(Q.shape[0])[:, None] - np.arange(Q.shape[0])[None, :] - (1 if read_first else 0)
@@ -1353,32 +1081,37 @@ def hidden_retention(retention_recurrent):
             expected = parallel(Q, K, V, gamma)
         what = f"retention_recurrent(Q, K, V, {gamma}) with n={n}, d_k={dk}, p={p}{note}"
         args = (Q, K, V) if long else (Q.copy(), K.copy(), V.copy())   # the long case reads Q, K no more
-        got = array(call(what, *args, gamma), (n, p), what, n > 1000 and gamma ** n < 1e-300)
+        out = ck.call(retention_recurrent, what, *args, gamma, within=reference_routines_off(RETENTION_ROUTINES),
+                      raised=raised, todo="return the outputs Y")
+        overflows = " (a state rescaled by gamma^(-t) overflows on a long sequence)"
+        got = ck.real_array(out, (n, p), what, nonfinite_hint=overflows if n > 1000 and gamma ** n < 1e-300 else "")
         scale = max(1.0, float(np.abs(expected).max()))
-        bad = np.abs(got - expected) > 1e-9 * scale
-        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
-        hint = ""
-        if where is not None:
-            err = np.abs(got - expected).max()
-            if long:   # no n x n matrix for the hints here; the shorter cases name the slips
-                hint = (f"; every earlier token counts here (gamma^(n-1) = {gamma ** (n - 1):.2g}): a window of "
-                        "recent tokens is not enough" if err > 1e-4 * scale else "")
-            elif gamma < 1 and np.abs(got - gamma * expected).max() <= 1e-9 * scale:
-                hint = "; the current token is decayed too: decay the old state, then add k_t v_t^T"
-            elif gamma < 1 and np.abs(got - (1 - gamma) * expected).max() <= 1e-9 * scale:
-                hint = ("; the new token is scaled by (1 - gamma), as in a moving average: retention adds "
-                        "k_t v_t^T itself, S_t = gamma S_(t-1) + k_t v_t^T")
-            elif gamma < 1 and np.abs(got - parallel(Q, K, V, 1.0)).max() <= 1e-9 * scale:
-                hint = "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
-            elif np.abs(got - (Q @ K.T) @ V).max() <= 1e-9 * scale:
-                hint = "; the sum runs over every s, also s > t: retention is causal"
-            elif np.abs(got - parallel(Q, K, V, gamma, read_first=True)).max() <= 1e-9 * scale:
-                hint = "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
-            if not hint and err <= 1e-4 * scale:
-                hint = (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
+
+        def hint(got, where):
+            err, tol = np.abs(got - expected).max(), 1e-9 * scale
+            if long and err > 1e-4 * scale:
+                return (f"; every earlier token counts here (gamma^(n-1) = {gamma ** (n - 1):.2g}): a window of "
+                        "recent tokens is not enough")
+            if not long:   # the slips, named on the shorter cases (no n x n matrix on the long one)
+                if gamma < 1 and ck.near(got, gamma * expected, tol):
+                    return "; the current token is decayed too: decay the old state, then add k_t v_t^T"
+                if gamma < 1 and ck.near(got, (1 - gamma) * expected, tol):
+                    return ("; the new token is scaled by (1 - gamma), as in a moving average: retention adds "
+                            "k_t v_t^T itself, S_t = gamma S_(t-1) + k_t v_t^T")
+                if gamma < 1 and ck.near(got, parallel(Q, K, V, 1.0), tol):
+                    return "; no decay is applied: S_t = gamma S_(t-1) + k_t v_t^T"
+                if ck.near(got, (Q @ K.T) @ V, tol):
+                    return "; the sum runs over every s, also s > t: retention is causal"
+                if ck.near(got, parallel(Q, K, V, gamma, read_first=True), tol):
+                    return "; y_t is read before the update: add k_t v_t^T first, then y_t = S_t^T q_t"
+            if err <= 1e-4 * scale:
+                return (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
                         "Compute in float64")
-        assert where is None, (f"{what}: Y entry (t, channel) = {where} should be {expected[where]:.6g}; got "
-                               f"{got[where]:.6g} (the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for s <= t){hint}")
+            return ""
+
+        ck.compare(got, expected, what, digits=6, hints=hint,
+                   says="Y entry (t, channel) = {where} should be {want}; got {got}",
+                   note=" (the parallel form (D * Q K^T) V, D_ts = gamma^(t-s) for s <= t)")
 
 
 def hidden_rope(rope_interaction):
@@ -1391,56 +1124,19 @@ def hidden_rope(rope_interaction):
     tolerance 1e-9 as in the check. The library's RoPE routines are switched off while the answer runs;
     the hints are those of the visible check.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch5 import ROPE_ROUTINES
 
-    assert rope_interaction is not None, ("rope_interaction is not defined: run the cell that defines it "
-                                          "(keep its name rope_interaction) before you submit")
-    assert callable(rope_interaction), f"rope_interaction should be a function; got {type(rope_interaction).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            with reference_routines_off(ROPE_ROUTINES):
-                out = rope_interaction(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the operator W)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
-            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 (relative to the "
-            "largest entry when that exceeds 1): compute in float64, NumPy's default")
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
-
-    def entry(got, expected, where, scale):
-        """The text "should be X; got Y", with 17 digits and the difference when 6 digits agree, and
-        a hint when every entry agrees to 1e-4 (single precision inside)."""
-        want, have = float(expected[where]), float(got[where])
-        text = f"should be {want:.6g}; got {have:.6g}"
-        if f"{want:.6g}" == f"{have:.6g}":
-            text = f"should be {want:.17g}; got {have:.17g} (a difference of {have - want:.2g})"
-        err = float(np.abs(got - expected).max())
-        if err <= 1e-4 * scale:
-            text += (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
-                     "Compute in float64")
-        return text
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(rope_interaction, "rope_interaction")
 
     def operator(W_Q, W_K, W_V, X, base, causal=True, rotate=True, scale=True, rotate_q=True, rotate_k=True,
                  half=False, sign=1.0, freq=2.0):
@@ -1468,31 +1164,24 @@ def hidden_rope(rope_interaction):
         args = (W_Q, W_K, W_V, X, base)
         expected = operator(*args)
         what = f"rope_interaction(W_Q, W_K, W_V, X, base={base:g}) with n={n}, d={d}, d_k={dk}, p={p}{note}"
-        got = array(call(what, W_Q.copy(), W_K.copy(), W_V.copy(), X.copy(), base), (n, n, p, d), what)
-        scale = max(1.0, float(np.abs(expected).max()))
-        bad = np.abs(got - expected) > 1e-9 * scale
-        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
-        hint = ""
-        if where is not None:
-            for why, flags in (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
-                               ("the queries and keys are not rotated", dict(rotate=False)),
-                               ("only the queries are rotated: rotate each key by its own position too",
-                                dict(rotate_k=False)),
-                               ("only the keys are rotated: rotate each query by its own position too",
-                                dict(rotate_q=False)),
-                               ("the scores are not divided by sqrt(d_k)", dict(scale=False)),
-                               ("coordinates are paired as (m, m + d_k/2), the rotate-half convention of GPT-NeoX "
-                                "and LLaMA; this exercise pairs (2m, 2m+1), as RoFormer", dict(half=True)),
-                               ("the rotation turns the wrong way: R_t maps (x, y) to (x cos - y sin, "
-                                "x sin + y cos) with the angle +t base^(-2m/d_k)", dict(sign=-1.0)),
-                               ("pair m turns at the frequency base^(-2m/d_k), not base^(-m/d_k)",
-                                dict(freq=1.0))):
-                wrong = operator(*args, **flags)
-                if np.abs(wrong - expected).max() > 1e-9 * scale and np.abs(got - wrong).max() <= 1e-9 * scale:
-                    hint = f"; {why}"
-                    break
-        assert where is None, (f"{what}: entry (i, j, row, col) = {where} {entry(got, expected, where, scale)} "
-                               f"(W_ij = a_ij W_V, pair (2m, 2m+1) rotated by t base^(-2m/d_k)){hint}")
+        out = ck.call(rope_interaction, what, W_Q.copy(), W_K.copy(), W_V.copy(), X.copy(), base,
+                      within=reference_routines_off(ROPE_ROUTINES), todo="return the operator W")
+        tol = 1e-9 * max(1.0, float(np.abs(expected).max()))
+        slips = (("the head is not causal: position i may only attend to j <= i", dict(causal=False)),
+                 ("the queries and keys are not rotated", dict(rotate=False)),
+                 ("only the queries are rotated: rotate each key by its own position too", dict(rotate_k=False)),
+                 ("only the keys are rotated: rotate each query by its own position too", dict(rotate_q=False)),
+                 ("the scores are not divided by sqrt(d_k)", dict(scale=False)),
+                 ("coordinates are paired as (m, m + d_k/2), the rotate-half convention of GPT-NeoX and LLaMA; this "
+                  "exercise pairs (2m, 2m+1), as RoFormer", dict(half=True)),
+                 ("the rotation turns the wrong way: R_t maps (x, y) to (x cos - y sin, x sin + y cos) with the "
+                  "angle +t base^(-2m/d_k)", dict(sign=-1.0)),
+                 ("pair m turns at the frequency base^(-2m/d_k), not base^(-m/d_k)", dict(freq=1.0)))
+        ck.compare(ck.real_array(out, (n, n, p, d), what, float64=True), expected, what, single_precision=True,
+                   says="entry (i, j, row, col) = {where} should be {want}; got {got}",
+                   note=" (W_ij = a_ij W_V, pair (2m, 2m+1) rotated by t base^(-2m/d_k))",
+                   hints=[(lambda got, where, flags=flags: not ck.near(operator(*args, **flags), expected, tol)
+                           and ck.near(got, operator(*args, **flags), tol), f"; {why}") for why, flags in slips])
 
 
 def hidden_ssd(ssd_operator):
@@ -1506,56 +1195,19 @@ def hidden_ssd(ssd_operator):
     tolerance 1e-9 as in the check. The library's SSD routines are switched off while the
     answer runs; the hints are those of the visible check.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch5 import SSD_ROUTINES
 
-    assert ssd_operator is not None, ("ssd_operator is not defined: run the cell that defines it "
-                                      "(keep its name ssd_operator) before you submit")
-    assert callable(ssd_operator), f"ssd_operator should be a function; got {type(ssd_operator).__name__}"
-
-    def call(what, *args):
-        error = None
-        try:
-            with np.errstate(all="ignore"), reference_routines_off(SSD_ROUTINES):
-                out = ssd_operator(*args)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the operator W)")
-        return out
-
-    def array(out, shape, what):
-        try:
-            raw = np.asarray(out)
-            got = None if np.iscomplexobj(raw) else raw.astype(float)
-        except (TypeError, ValueError):
-            raw, got = None, None
-        kind = "a complex array" if raw is not None and np.iscomplexobj(raw) else type(out).__name__
-        assert got is not None, f"{what}: expected a real array of shape {shape}; got {kind}"
-        assert not (np.issubdtype(raw.dtype, np.floating) and np.finfo(raw.dtype).eps > 1e-10), (
-            f"{what}: your array holds {raw.dtype}, and the test compares entries to 1e-9 (relative to the "
-            "largest entry when that exceeds 1): compute in float64, NumPy's default")
-        assert got.shape == shape, f"{what}: expected shape {shape}; got shape {got.shape}"
-        bad = ~np.isfinite(got)
-        assert not bad.any(), (f"{what}: expected finite numbers; your array has NaN or infinity, first at "
-                               f"index {tuple(int(i) for i in np.argwhere(bad)[0])}")
-        return got
-
-    def entry(got, expected, where, scale):
-        """The text "should be X; got Y", with 17 digits and the difference when 6 digits agree, and
-        a hint when every entry agrees to 1e-4 (single precision inside)."""
-        want, have = float(expected[where]), float(got[where])
-        text = f"should be {want:.6g}; got {have:.6g}"
-        if f"{want:.6g}" == f"{have:.6g}":
-            text = f"should be {want:.17g}; got {have:.17g} (a difference of {have - want:.2g})"
-        err = float(np.abs(got - expected).max())
-        if err <= 1e-4 * scale:
-            text += (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
-                     "Compute in float64")
-        return text
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(ssd_operator, "ssd_operator")
 
     def by_recurrence(a, dt, B, C, V, shifted=False):
         H, n = a.shape
@@ -1579,31 +1231,31 @@ def hidden_ssd(ssd_operator):
         what = (f"ssd_operator(a, dt, B, C, V) with H={H}, n={n}, N={N}, p={p}, d={d}, "
                 f"decays a in [{low:g}, {high:g}]"
                 + (" (products of decays underflow to 0: a ratio of cumulative products gives 0/0)" if n == 70 else ""))
-        got = array(call(what, a.copy(), dt.copy(), B.copy(), C.copy(), V.copy()), (n, n, p, d), what)
-        scale = max(1.0, float(np.abs(expected).max()))
-        bad = np.abs(got - expected) > 1e-9 * scale
-        where = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.any() else None
-        hint = ""
-        if where is not None:
+        out = ck.call(ssd_operator, what, a.copy(), dt.copy(), B.copy(), C.copy(), V.copy(),
+                      todo="return the operator W",
+                      within=(np.errstate(all="ignore"), reference_routines_off(SSD_ROUTINES)))
+        tol = 1e-9 * max(1.0, float(np.abs(expected).max()))
+
+        def hint(got, where):
             t, s = where[:2]
-            no_step = by_recurrence(a, np.ones_like(dt), B, C, V)
             if s > t:
-                hint = "; W_ts must be 0 for s > t (the layer is causal)"
-            elif np.abs(got - no_step).max() <= 1e-9 * scale:
-                hint = "; the step dt is left out: the input written at s is dt_s B_s x_s^T"
-            elif np.abs(got - by_recurrence(a, dt, C, B, V)).max() <= 1e-9 * scale:
-                hint = ("; the scores are C_s . B_t: W_ts uses C_t . B_s (C read at the target t, B written at "
+                return "; W_ts must be 0 for s > t (the layer is causal)"
+            if ck.near(got, by_recurrence(a, np.ones_like(dt), B, C, V), tol):
+                return "; the step dt is left out: the input written at s is dt_s B_s x_s^T"
+            if ck.near(got, by_recurrence(a, dt, C, B, V), tol):
+                return ("; the scores are C_s . B_t: W_ts uses C_t . B_s (C read at the target t, B written at "
                         "the source s)")
-            elif n > 1 and np.abs(got - by_recurrence(a, dt, B, C, V, shifted=True)).max() <= 1e-9 * scale:
-                hint = ("; the decays run over s .. t-1: L_ts = a_(s+1) ... a_t, the decays of the tokens after s "
+            if n > 1 and ck.near(got, by_recurrence(a, dt, B, C, V, shifted=True), tol):
+                return ("; the decays run over s .. t-1: L_ts = a_(s+1) ... a_t, the decays of the tokens after s "
                         "up to and including t")
-            elif s == t:
-                hint = "; on the diagonal L_tt = 1 (an empty product): W_tt = sum_h dt^h_t (C_t . B_t) V_h"
-            else:
-                hint = (f"; L_ts = a_(s+1) ... a_t, the decays after s up to t (here a_{s + 1} ... a_{t}), "
-                        "and the step is dt_s, read at the source")
-        assert where is None, (f"{what}: entry (t, s, row, col) = {where} {entry(got, expected, where, scale)} "
-                               f"(W_ts = sum_h L^h_ts dt^h_s (C_t . B_s) V_h){hint}")
+            if s == t:
+                return "; on the diagonal L_tt = 1 (an empty product): W_tt = sum_h dt^h_t (C_t . B_t) V_h"
+            return (f"; L_ts = a_(s+1) ... a_t, the decays after s up to t (here a_{s + 1} ... a_{t}), "
+                    "and the step is dt_s, read at the source")
+
+        ck.compare(ck.real_array(out, (n, n, p, d), what, float64=True), expected, what, single_precision=True,
+                   says="entry (t, s, row, col) = {where} should be {want}; got {got}", hints=hint,
+                   note=" (W_ts = sum_h L^h_ts dt^h_s (C_t . B_s) V_h)")
 
 
 # ============================================================== Chapter 6
@@ -1617,14 +1269,19 @@ def hidden_delay_floor(delay_floor):
     its tail after H singular values over the total; the library's routines are switched off
     while the answer runs, as in the visible check.
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
+    import ssmheads as sh
     from ssmheads.exercises._common import reference_routines_off
     from ssmheads.exercises.ch6 import FLOOR_ROUTINES, _how_far
 
-    assert delay_floor is not None, ("delay_floor is not defined: run the cell that defines it "
-                                     "(keep its name delay_floor) before you submit")
-    assert callable(delay_floor), f"delay_floor should be a function; got {type(delay_floor).__name__}"
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(delay_floor, "delay_floor")
     taps = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.0, -1.0], [1.0, 0.0]],
                      [[1.0, 0.0], [0.0, -1.0]], [[0.0, 1.0], [1.0, 0.0]]])
     for n, L, H in ((32, 2, 1), (10, 6, 2), (128, 100, 3), (50, 1, 0), (64, 20, 5), (9, 1, 2)):
@@ -1634,21 +1291,8 @@ def hidden_delay_floor(delay_floor):
         s2 = np.linalg.svd(G, compute_uv=False) ** 2
         right = float(np.sum(s2[H:]) / np.sum(s2))
         what = f"delay_floor({n}, {L}, {H})"
-        error = None
-        try:
-            with reference_routines_off(FLOOR_ROUTINES):
-                out = delay_floor(n, L, H)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the floor, a number)")
-        try:
-            got = float(out)
-        except (TypeError, ValueError):
-            got = None
-        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
-        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        got = ck.number(ck.call(delay_floor, what, n, L, H, within=reference_routines_off(FLOOR_ROUTINES),
+                                todo="return the floor, a number"), what, one_entry=False)
         hint = ""
         if abs(got - max(4 - H, 0) / 4) <= 1e-9 and abs(right - max(4 - H, 0) / 4) > 1e-9:
             hint = "; that is (4 - H)/4: lag l is seen by n - l positions, so the taps weigh differently"
@@ -1666,15 +1310,19 @@ def hidden_jacobian_norm(jacobian_norm):
     operators for the linear layers (their Jacobian), and for retention the exact
     derivative of its bilinear form, computed in the test (not by finite differences).
     """
+    import importlib.util
+    from pathlib import Path
+
     import numpy as np
 
     import ssmheads as sh
     from ssmheads import architectures as arch
     from ssmheads.exercises.ch6 import _CountedForward, _how_far
 
-    assert jacobian_norm is not None, ("jacobian_norm is not defined: run the cell that defines it "
-                                       "(keep its name jacobian_norm) before you submit")
-    assert callable(jacobian_norm), f"jacobian_norm should be a function; got {type(jacobian_norm).__name__}"
+    checking = Path(sh.__file__).with_name("exercises") / "checking.py"
+    spec = importlib.util.spec_from_file_location("_checking", checking)
+    spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))
+    ck.require_function(jacobian_norm, "jacobian_norm")
     rng = np.random.default_rng(62)
     cases = []
     one = sh.LinearSSM(np.array([[0.6]]), np.array([[1.0]]), np.array([[2.0]]))
@@ -1700,21 +1348,9 @@ def hidden_jacobian_norm(jacobian_norm):
     cases.append(("the S4D layer, i = 4, j = 6 (j > i)", s4d.forward, X, 4, 6, 0.0))
     for label, forward, X, i, j, right in cases:
         what = f"jacobian_norm on {label}"
-        error = None
-        try:
-            counted = _CountedForward(forward)  # no attributes; read-only count
-            out = jacobian_norm(counted, X.copy(), i, j)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        assert error is None, f"{what} raised {error}"
-        assert out is not None and out is not Ellipsis, (
-            f"{what} returned None: your function returns nothing yet (return the norm, a number)")
-        try:
-            got = float(out)
-        except (TypeError, ValueError):
-            got = None
-        assert got is not None, f"{what}: expected a number; got {type(out).__name__}"
-        assert np.isfinite(got), f"{what}: expected a finite number; got {got}"
+        out = ck.call(jacobian_norm, what, _CountedForward(forward), X.copy(), i, j,   # no attributes; read-only count
+                      todo="return the norm, a number")
+        got = ck.number(out, what, one_entry=False)
         # No count of forward's calls here: when graded, the answer runs in another process
         # (tools/grading_sandbox.py), which counts its own calls; the sandbox and the scan of
         # the answer's source keep the layer's exact Jacobian out of reach there.

@@ -9,12 +9,12 @@ traceback. The checks of Chapter N live in ``ssmheads.exercises.chN``.
 
 What the checks share to call an answer and compare its result with a reference
 is public in ``ssmheads.exercises.checking`` (``require_function``, ``call``,
-``real_array``, ``number``, ``compare``, ``near``, ``is_stub``), re-exported
-here; the instructors' hidden tests use it too.
+``real_array``, ``number``, ``linear_system``, ``compare``, ``near``, ``is_stub``),
+re-exported here; the instructors' hidden tests use it too.
 """
 
 from ._common import CheckResult
-from .checking import call, compare, is_stub, near, number, real_array, require_function
+from .checking import call, compare, is_stub, linear_system, near, number, real_array, require_function
 from .ch1 import check_ema_operator, check_mlp_operator, check_residual_operator
 from .ch2 import check_lag_span_dimension, check_long_plateau, check_rank_three_system
 from .ch3 import check_exact_heads, check_nonnegative_head_count, check_optimal_error, check_quaternion_heads

@@ -9,6 +9,7 @@ the instructors' hidden tests (``instructors/hidden_tests.py``) share:
 * :func:`real_array` -- its result as a finite float64 array of the expected shape (complex,
   non-numeric, lower precision than float64, a wrong shape, NaN or infinity and where);
 * :func:`number` -- its result as one finite float;
+* :func:`linear_system` -- its result as the matrices ``(A, B, C)`` of a stable linear SSM;
 * :func:`compare` -- an array against the reference: the first wrong entry (index, expected,
   got, with 17 digits when 6 agree), the tolerance, and the exercise's own hints;
 * :func:`near` and :func:`is_stub`, small predicates for those hints.
@@ -36,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-__all__ = ["is_stub", "require_function", "call", "real_array", "number", "compare", "near"]
+__all__ = ["is_stub", "require_function", "call", "real_array", "number", "linear_system", "compare", "near"]
 
 #: The messages of :func:`real_array`, by failure (read-only); fields ``what``, ``shape`` (the expected one),
 #: ``kind`` (the answer's type), ``dtype`` and ``digits`` (its precision), ``got`` (its shape),
@@ -189,8 +190,8 @@ def real_array(out: Any, shape: tuple, what: str, *, float64: bool = False, nonf
     return got
 
 
-def number(out: Any, what: str, *, error: type[Exception] = AssertionError) -> float:
-    """The answer's result as one finite float: a Python or NumPy number, or a one-entry array.
+def number(out: Any, what: str, *, one_entry: bool = True, error: type[Exception] = AssertionError) -> float:
+    """The answer's result as one finite float: a Python or NumPy number, a 0-d array, or a one-entry array.
 
     Used in Chapter 3, Exercise 3.2 (and by the checks that ask for a number).
 
@@ -200,6 +201,8 @@ def number(out: Any, what: str, *, error: type[Exception] = AssertionError) -> f
         What the answer returned.
     what : str
         The call, to start the message with.
+    one_entry : bool
+        Accept an array of one entry (shape ``(1,)``, ``(1, 1)``, ...) as that entry.
     error : type
         The exception raised, with the message: ``"expected a number; got ..."`` (a complex
         number, a string NumPy cannot read, an array of several entries) or ``"expected a
@@ -212,7 +215,8 @@ def number(out: Any, what: str, *, error: type[Exception] = AssertionError) -> f
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            raw = out.reshape(()).item() if isinstance(out, np.ndarray) and out.size == 1 else out
+            one = isinstance(out, np.ndarray) and (out.ndim == 0 or one_entry and out.size == 1)
+            raw = out.reshape(()).item() if one else out
             got = None if isinstance(raw, np.ndarray) or np.iscomplexobj(raw) else float(raw)
     except (TypeError, ValueError, OverflowError):
         got = None
@@ -222,6 +226,54 @@ def number(out: Any, what: str, *, error: type[Exception] = AssertionError) -> f
     if not np.isfinite(got):
         raise error(f"{what}: expected a finite number; got {got}")
     return got
+
+
+def linear_system(out: Any, what: str, *, p: int | None = None, d: int | None = None,
+                  error: type[Exception] = AssertionError) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The answer's result as the matrices of a stable linear SSM ``h_t = A h_(t-1) + B x_t, y_t = C h_t``.
+
+    Used in Chapter 2, Exercise 2.2 (and Exercise 2.3).
+
+    Refused, in this order: anything but three matrices; complex ones; shapes that do not
+    fit together; with ``p`` and ``d``, other numbers of outputs and inputs; NaN or
+    infinity; a spectral radius of ``A`` of 1 or more.
+
+    Parameters
+    ----------
+    out : object
+        What the answer returned, e.g. the tuple ``(A, B, C)``.
+    what : str
+        The call, to start the message with.
+    p, d : int, optional
+        The numbers of outputs and inputs the exercise asks for.
+    error : type
+        The exception raised, with the message.
+
+    Returns
+    -------
+    A : ndarray, shape (N, N)
+    B : ndarray, shape (N, d)
+    C : ndarray, shape (p, N)
+        As float64.
+    """
+    try:
+        A, B, C = (np.asarray(M) for M in out)
+        real = not any(np.iscomplexobj(M) for M in (A, B, C))
+        A, B, C = (M.astype(float) for M in (A, B, C))
+    except (TypeError, ValueError):
+        raise error(f"{what}: expected a tuple (A, B, C) of three real matrices; got {type(out).__name__}") from None
+    if not real:
+        raise error(f"{what}: expected real matrices A, B, C; got complex ones")
+    if not (A.ndim == B.ndim == C.ndim == 2 and A.shape[0] == A.shape[1] == B.shape[0] == C.shape[1]):
+        raise error(f"{what}: expected A (N, N), B (N, d), C (p, N); got shapes {A.shape}, {B.shape}, {C.shape}")
+    if p is not None and d is not None and (C.shape[0], B.shape[1]) != (p, d):
+        raise error(f"{what}: expected p = {p} outputs and d = {d} inputs; got p = {C.shape[0]}, d = {B.shape[1]}")
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(B)) and np.all(np.isfinite(C))):
+        raise error(f"{what}: A, B and C must be finite; yours contain NaN or infinity")
+    radius = float(np.max(np.abs(np.linalg.eigvals(A)))) if A.shape[0] else 0.0
+    if not radius < 1:
+        raise error(f"{what}: the system must be stable (spectral radius < 1); got {radius:.6g}")
+    return A, B, C
 
 
 def near(got: np.ndarray, other: np.ndarray, tol: float) -> bool:
