@@ -893,6 +893,121 @@ def test_the_chapter_5_hidden_tests_give_the_visible_checks_hints():
         assert "single precision (float32)?" in inside and "a difference of" in inside
 
 
+# ------------------------------------------------------------------ the checking helpers are out of an answer's reach
+
+LOADS_FRESH = 'spec.loader.exec_module(ck := importlib.util.module_from_spec(spec))'
+COMPARED = ["ex-ema", "ex-mlp", "ex-residual", "ex-build-heads", "ex-head-jacobian", "ex-ssm-profile",
+            "ex-retention-recurrent", "ex-rope-rank", "ex-ssd-rank"]   # the planted mistake is caught by ck.compare
+
+
+def _helpers_that_always_pass(monkeypatch):
+    """What a notebook can do before the hidden tests run: every helper of ssmheads.exercises.checking (and its
+    re-export in ssmheads.exercises) replaced by one that lets anything through."""
+    from ssmheads.exercises import checking
+
+    fakes = {"is_stub": lambda value: False,
+             "require_function": lambda *args, **kwargs: None,
+             "call": lambda answer, what, *args, **kwargs: answer(*args),
+             "real_array": lambda out, *args, **kwargs: np.asarray(out, dtype=float),
+             "number": lambda out, *args, **kwargs: float(np.asarray(out).reshape(-1)[0]),
+             "linear_system": lambda out, *args, **kwargs: tuple(np.asarray(M, dtype=float) for M in out),
+             "compare": lambda *args, **kwargs: None,
+             "near": lambda *args, **kwargs: False}
+    assert sorted(fakes) == sorted(checking.__all__)
+    for name, fake in fakes.items():
+        monkeypatch.setattr(checking, name, fake)
+        monkeypatch.setattr(exercises, name, fake)
+    assert checking.compare(np.zeros(2), np.ones(2), "x") is None   # the replaced module passes anything
+
+
+@pytest.mark.parametrize("label, fn", PAIRS, ids=PAIR_IDS)
+def test_each_test_loads_the_checking_helpers_fresh_from_their_file(label, fn):
+    source = inspect.getsource(fn)
+    assert source.count(LOADS_FRESH) == 1 and 'spec_from_file_location("_checking", checking)' in source
+    assert "exercises.checking" not in source and "exercises import checking" not in source
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_helpers_replaced_by_the_notebook_do_not_pass_a_wrong_answer(label, monkeypatch):
+    """Grading runs the student's notebook first, in the same kernel: an answer cell may replace
+    ssmheads.exercises.checking.compare and the rest. The hidden tests load their own copy, so the planted
+    mistake fails them as before, with the same message; a hidden test that imported the module would pass it."""
+    _, answer = PLANTED[label]
+    (fn,) = HIDDEN[label]
+    before = fails(fn, answer)
+    _helpers_that_always_pass(monkeypatch)
+    assert fails(fn, answer) == before
+    if label in COMPARED:
+        source = textwrap.dedent(inspect.getsource(fn)).replace(
+            LOADS_FRESH, "from ssmheads.exercises import checking as ck")
+        namespace = {}
+        exec(compile(source, f"<{fn.__name__} importing the module>", "exec"), namespace)
+        namespace[fn.__name__](answer)   # fooled: the replaced compare lets the mistake through
+
+
+def test_no_checking_helper_passes_the_grading_scan():
+    """tools/otter_grade.py's scan lets an answer import the checks (``check_...``) from ssmheads.exercises and
+    flags any other import from it: no helper may be named like a check."""
+    import otter_grade
+    from ssmheads.exercises import checking
+
+    for name in checking.__all__:
+        assert not name.startswith("check_"), name
+        for code in (f"from ssmheads.exercises import {name}", f"from ssmheads.exercises.checking import {name}",
+                     "import ssmheads.exercises.checking", "import ssmheads as sh\nsh.exercises.checking.call"):
+            assert otter_grade.scan_code(code), code
+
+
+_SANDBOXED = """\
+import importlib.util, json, os, sys
+root, labels = sys.argv[1], json.loads(sys.argv[2])
+sys.path[:0] = [os.path.join(root, "tools"), os.path.join(root, "tests")]
+spec = importlib.util.spec_from_file_location("hidden_tests_module", os.path.join(root, "tests", "test_hidden_tests.py"))
+tests = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tests)
+import grading_sandbox
+
+
+def outcome(test, answer):
+    try:
+        test(grading_sandbox.sandboxed(answer, 20.0))
+    except AssertionError as error:
+        return str(error)
+
+
+def uses_a_helper(*args):
+    from ssmheads.exercises import checking
+    return checking.number(1.0, "a helper called in the answer's process")
+
+
+out = {}
+for label in labels:
+    test = tests.fresh(tests.HIDDEN[label][0])
+    out[label] = {"book": outcome(test, tests.reference(label)), "planted": outcome(test, tests.PLANTED[label][1]),
+                  "helper": outcome(test, uses_a_helper)}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the grading sandbox forks (Linux)")
+def test_through_the_sandbox_the_helpers_run_in_the_tests_process_only():
+    """As grading runs them (tools/grading_sandbox.py, in a fresh Python: no test forks pytest's own process): the
+    book's answer passes, a planted mistake fails with the message it gets in-process, and in the answer's process
+    the checking helpers are switched off with the rest of ssmheads.exercises."""
+    import json
+    import subprocess
+
+    labels = ["ex-ema", "ex-lag-span-by-hand", "ex-tail", "ex-ssd-rank", "ex-jacobian-norm"]
+    done = subprocess.run([sys.executable, "-c", _SANDBOXED, str(ROOT), json.dumps(labels)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    graded = json.loads(done.stdout.strip().splitlines()[-1])
+    for label in labels:
+        assert graded[label]["book"] is None, graded[label]
+        assert graded[label]["planted"] == fails(HIDDEN[label][0], PLANTED[label][1])
+        assert "raised RuntimeError" in graded[label]["helper"] and "switched off" in graded[label]["helper"]
+
+
 # ------------------------------------------------------------------ the hidden cases are new
 
 VISIBLE_DEFAULTS = {  # sizes the visible check fixes outside its case loop (_one_head: d = 2, d_k = 3, p = d)
