@@ -756,23 +756,29 @@ def check_contrast(page, url: str, out: Path, stem: str) -> tuple[dict, list[str
     # walks every element of the page before it judges any, and put back afterwards.
     for scheme in ("light", "dark"):
         if scheme == "dark":
-            themed = to_dark(page)
+            with phase('desktop: contrast: to dark'):
+                themed = to_dark(page)
             if themed and themed != "dark":
                 problems.append(f"dark mode: the page stays {themed} when the system asks for dark")
             page.evaluate("() => window.scrollTo(0, 0)")
             page.wait_for_timeout(200)
-            page.screenshot(path=str(out / f"{stem}.dark.png"))  # formulas in place
-        for m in page.evaluate(MATH_COLOUR)[:5]:
+            with phase('desktop: contrast: dark screenshot'):
+                page.screenshot(path=str(out / f"{stem}.dark.png"))  # formulas in place
+        with phase('desktop: contrast: math colour'):
+            math_colour = page.evaluate(MATH_COLOUR)
+        for m in math_colour[:5]:
             problems.append(f"contrast ({scheme}): the formula {m['text']!r} is coloured {m['color']}, "
                             f"not as the text around it ({m['around']})")
         with phase('desktop: contrast: sample'):
             sample = page.evaluate(CONTRAST_SAMPLE)  # dark mode changes the kinds: sampled again
         counts[f"{scheme} kinds"] = f"{sample['kinds']} kinds of {sample['texts']} texts"
-        with phase('desktop: contrast: axe'):
+        with phase('desktop: contrast: math out'):
             page.evaluate(MATH_OUT)
-            try:
+        try:
+            with phase('desktop: contrast: axe'):
                 found = page.evaluate(AXE_RUN)
-            finally:
+        finally:
+            with phase('desktop: contrast: math back'):
                 page.evaluate(MATH_BACK)
         counts[scheme] = len(found)
         items = [f"contrast ({scheme}): {f['ratio']}:1, needs {f['expected']} ({f['fg']} on {f['bg']}) "
