@@ -9,6 +9,7 @@ import numpy as np
 from ..models import MultiHeadAttention
 from ..systems import random_attention
 from ._common import CheckResult, _Fail, _numeric, _run
+from .checking import compare
 
 
 def _ema_reference(n: int, d: int, gamma: float) -> np.ndarray:
@@ -21,17 +22,11 @@ _INDICES = ("indices (i, j, row, col), 0-based: output position i, source positi
            "then the entry of the block W_ij")
 
 
-def _float64(got, shape: tuple, what: str) -> np.ndarray:
+def _float64(got, shape: tuple, what: str, **options) -> np.ndarray:
     """``_numeric``, after refusing a float array with fewer digits than float64 (float32, float16)."""
-    try:
-        dtype = np.asarray(got).dtype
-    except (TypeError, ValueError):
-        dtype = None
-    if dtype is not None and np.issubdtype(dtype, np.floating) and np.finfo(dtype).eps > 1e-10:
-        raise _Fail(f"{what}: your array holds {dtype} (about {np.finfo(dtype).precision} digits), and the "
-                    "check compares entries to 1e-9 (relative to the largest entry when that exceeds 1): "
-                    "build it in float64, NumPy's default")
-    return _numeric(got, shape, what)
+    precision = ("{what}: your array holds {dtype} (about {digits} digits), and the check compares entries to 1e-9 "
+                 "(relative to the largest entry when that exceeds 1): build it in float64, NumPy's default")
+    return _numeric(got, shape, what, float64=True, messages={"precision": precision}, **options)
 
 
 def _entry_message(got: np.ndarray, expected: np.ndarray, where: tuple) -> str:
@@ -44,25 +39,15 @@ def _entry_message(got: np.ndarray, expected: np.ndarray, where: tuple) -> str:
 
 def _compare_ema(got, expected: np.ndarray, what: str, gamma: float, rtol: float = 1e-9) -> None:
     """Like ``_compare``, but says how entries are indexed and insists on causality."""
-    try:
-        got = _float64(got, expected.shape, what)
-    except _Fail as failure:
-        if gamma < 0 and "NaN" in str(failure):
-            raise _Fail(f"{failure}; gamma = {gamma} is negative here (any real gamma is allowed): "
-                        "gamma ** (i - j) with an integer power is fine, but log(gamma) or a "
-                        "fractional power is not") from None
-        raise
-    bad = np.abs(got - expected) > rtol * max(1.0, float(np.abs(expected).max()))
-    if not np.any(bad):
-        return
-    positions = np.argwhere(bad)
-    above = positions[positions[:, 1] > positions[:, 0]]  # source j after output i
-    where = tuple(int(i) for i in (above[0] if above.size else positions[0]))
-    message = f"{what}: {_entry_message(got, expected, where)} ({_INDICES})"
-    if above.size:
-        message += ("; this block lies above the diagonal (j > i): the EMA never reads later "
-                    "tokens, so its operator must be causal, with W_ij = 0 for j > i")
-    raise _Fail(message)
+    negative = (f"; gamma = {gamma} is negative here (any real gamma is allowed): gamma ** (i - j) with an integer "
+                "power is fine, but log(gamma) or a fractional power is not") if gamma < 0 else ""
+    got = _float64(got, expected.shape, what, nonfinite_hint=negative)
+    n = expected.shape[0]
+    compare(got, expected, what, rtol=rtol, note=f" ({_INDICES})", error=_Fail,
+            first=np.triu(np.ones((n, n), bool), 1)[:, :, None, None],  # source j after output i
+            hints=[(lambda got, where: where[1] > where[0],
+                    "; this block lies above the diagonal (j > i): the EMA never reads later tokens, so its "
+                    "operator must be causal, with W_ij = 0 for j > i")])
 
 
 def check_ema_operator(ema_operator: Callable[[int, int, float], np.ndarray]) -> CheckResult:

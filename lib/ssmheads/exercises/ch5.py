@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ._common import CheckResult, _Fail, _is_stub, _numeric, _on_its_own, _run
+from .checking import compare
 
 # (module, dotted name) of the library routines that would compute the answers, public
 # methods and the private helpers they are built from (a student could call those too).
@@ -136,36 +137,16 @@ def check_retention_recurrent(retention_recurrent: Callable) -> CheckResult:
 
 def _float64(out, shape: tuple, what: str) -> np.ndarray:
     """``_numeric``, after refusing a float array with fewer digits than float64 (float32, float16)."""
-    try:
-        dtype = np.asarray(out).dtype
-    except (TypeError, ValueError):
-        dtype = None
-    if dtype is not None and np.issubdtype(dtype, np.floating) and np.finfo(dtype).eps > 1e-10:
-        raise _Fail(f"{what}: your array holds {dtype} (about {np.finfo(dtype).precision} digits), and the "
-                    "check compares entries to 1e-9 (relative to the largest entry when that exceeds 1): "
-                    "compute in float64, NumPy's default")
-    return _numeric(out, shape, what)
+    precision = ("{what}: your array holds {dtype} (about {digits} digits), and the check compares entries to 1e-9 "
+                 "(relative to the largest entry when that exceeds 1): compute in float64, NumPy's default")
+    return _numeric(out, shape, what, float64=True, messages={"precision": precision})
 
 
 def _compare64(got: np.ndarray, expected: np.ndarray, what: str) -> None:
     """``_compare``, with what a low-precision answer needs to hear: an entry whose 6 digits agree
     with the expected ones is printed with 17 digits and the difference, and a difference below
     1e-4 of the entries' size suggests single precision (as the retention check does)."""
-    scale = max(1.0, float(np.abs(expected).max()))
-    diff = np.abs(got - expected)
-    if not np.any(diff > 1e-9 * scale):
-        return
-    where = tuple(int(i) for i in np.argwhere(diff > 1e-9 * scale)[0])
-    want, have = float(expected[where]), float(got[where])
-    if f"{want:.6g}" != f"{have:.6g}":
-        text = f"entry {where} should be {want:.6g}; got {have:.6g}"
-    else:
-        text = f"entry {where} should be {want:.17g}; got {have:.17g} (a difference of {have - want:.2g})"
-    err = float(diff.max())
-    if err <= 1e-4 * scale:
-        text += (f"; they agree only to {err / scale:.0e} of their size: single precision (float32)? "
-                 "Compute in float64")
-    raise _Fail(f"{what}: {text}")
+    compare(got, expected, what, single_precision=True, note="", error=_Fail)
 
 
 # ---------------------------------------------------------------- RoPE
