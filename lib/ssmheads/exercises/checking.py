@@ -193,7 +193,7 @@ def real_array(out: Any, shape: tuple, what: str, *, float64: bool = False, nonf
 def number(out: Any, what: str, *, one_entry: bool = True, error: type[Exception] = AssertionError) -> float:
     """The answer's result as one finite float: a Python or NumPy number, a 0-d array, or a one-entry array.
 
-    Used in Chapter 3, Exercise 3.2 (and by the checks that ask for a number).
+    Used in Chapter 3, Exercise 3.2 (the Eckart–Young tail), and by the checks that ask for a number.
 
     Parameters
     ----------
@@ -232,7 +232,8 @@ def linear_system(out: Any, what: str, *, p: int | None = None, d: int | None = 
                   error: type[Exception] = AssertionError) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The answer's result as the matrices of a stable linear SSM ``h_t = A h_(t-1) + B x_t, y_t = C h_t``.
 
-    Used in Chapter 2, Exercise 2.2 (and Exercise 2.3).
+    Used in Chapter 2, Exercise 2.2 (three dimensions from two channels) and Exercise 2.3 (a longer
+    plateau).
 
     Refused, in this order: anything but three matrices; complex ones; shapes that do not
     fit together; with ``p`` and ``d``, other numbers of outputs and inputs; NaN or
