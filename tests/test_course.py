@@ -8,7 +8,7 @@ the dropped questions, skips the practice cells, and applies the time rule for h
 (with an injected clock).
 
 Tests that run Otter (``otter assign``, ``otter run``) run only in ``make test-otter``
-(OTTER_REQUIRED=1), like tests/test_otter.py's; one in the gate, the others ``extended``.
+(OTTER_REQUIRED=1), like tests/test_otter.py's, all ``extended`` (make test-otter-extended).
 """
 from __future__ import annotations
 
@@ -360,6 +360,7 @@ def test_make_otter_refuses_an_unknown_exercise_before_otter_assign(tmp_path):
 # --------------------------------------------------------------------------- with Otter (make test-otter)
 
 @graded_here
+@pytest.mark.extended   # otter assign on one chapter (about 20 s; the gate checks the wiring without Otter)
 def test_a_course_makes_its_assignment_with_otter(book, hidden, tmp_path):
     """otter assign on Chapter 2 with a course: its questions and points, show_hidden in the zip, practice kept."""
     course = _write(tmp_path / "course.yml", "exercises: [ex-three-dims, ex2.5]\npoints: {ex2.5: 3}\n"

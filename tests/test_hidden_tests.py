@@ -742,6 +742,7 @@ def test_the_long_retention_case_is_the_last_and_the_only_long_one():
 
 
 @_LINUX
+@pytest.mark.extended   # plants the n x n and row-by-row answers (about 7 s)
 def test_the_n_by_n_weights_run_out_of_memory_and_row_by_row_out_of_time_on_the_long_retention_case():
     """Planted answers (np.tril, D * QK^T, a loop over the rows) fail the long case, and say what to do."""
     import otter_grade
