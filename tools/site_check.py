@@ -1022,6 +1022,12 @@ def check_phone(browser, url: str, out: Path, stem: str):
         page.wait_for_timeout(300)  # let the page settle (book.js refits math when the text resizes)
     with phase('phone: probe'):
         probe = page.evaluate(PHONE_PROBE)
+        if probe["clipped"] or probe["outside"]:
+            # Judged again once the page is still: on a loaded machine book.js may still be
+            # refitting a formula (its box moves while it is scaled); a real defect stays.
+            settle(page)
+            page.wait_for_timeout(1000)
+            probe = page.evaluate(PHONE_PROBE)
     for kind in ("clipped", "outside", "noCue"):
         for item in probe[kind][:5]:
             problems.append(f"phone: formula {item}")
