@@ -995,8 +995,8 @@ def hidden_retention(retention_recurrent):
 
     Last, the exercise's "never an n x n matrix", graded: n = 40000 tokens, d_k = 256, p = 1,
     gamma = 0.9999 (gamma^n = 0.02: no window of recent tokens is exact). The recurrence takes
-    n steps: the book's answer 0.3 s of CPU, about 2 s through grading's sandbox, which copies
-    Q and K (164 MB) to the answer's process (measured on a loaded 2-core machine). An n x n
+    n steps: the book's answer 0.3 s of CPU (Q and K reach the answer's process as their thin
+    factors, 2 MB, and are multiplied out there: ``Product``). An n x n
     matrix of float64 takes 12.8 GB here (the parallel form about 50 GB at its peak), and the
     weights formed one row at a time take n^2/2 = 8e8 dot products of length d_k (about two
     minutes of CPU), so when graded such an answer runs out of memory or of the question's
@@ -1062,6 +1062,20 @@ def hidden_retention(retention_recurrent):
             S = gamma ** m * S + k.T @ (gamma ** np.arange(m - 1, -1, -1)[:, None] * v)
         return Y
 
+    class Product(np.ndarray):
+        """The array F G, sent to the answer's process as its two thin factors: grading's sandbox
+        pickles the arguments, and 2 x 82 MB cost about a second of CPU to copy, the factors 2 MB.
+        Unpickled it is a plain array (np.matmul of the factors, computed there)."""
+
+        def __new__(cls, F, G):
+            product = np.matmul(F, G).view(cls)
+            product.factors = (F, G)
+            return product
+
+        def __reduce__(self):
+            factors = getattr(self, "factors", None)
+            return (np.matmul, factors) if factors is not None else np.asarray(self).__reduce__()
+
     rng = np.random.default_rng(171)
     for n, dk, p, gamma in ((10, 3, 2, 0.3), (1, 1, 1, 1.0), (4, 6, 3, 0.8), (15, 2, 4, 0.999), (8, 2, 2, 1e-3),
                             (7, 3, 3, 0.6), (1200, 3, 2, 0.5), (40000, 256, 1, 0.9999)):
@@ -1069,7 +1083,7 @@ def hidden_retention(retention_recurrent):
         if long:   # Q = C E and K = A B of rank 3: q_t . k_s = C_t . (A B E^T)_s
             C, E = rng.standard_normal((n, 3)), rng.standard_normal((3, dk)) / np.sqrt(3 * dk)
             A, B = rng.standard_normal((n, 3)), rng.standard_normal((3, dk)) / np.sqrt(3)
-            Q, K, V = C @ E, A @ B, rng.standard_normal((n, p))
+            Q, K, V = Product(C, E), Product(A, B), rng.standard_normal((n, p))
             expected = chunkwise(C, A @ (B @ E.T), V, gamma)
         else:
             Q, K, V = rng.standard_normal((n, dk)), rng.standard_normal((n, dk)), rng.standard_normal((n, p))

@@ -66,6 +66,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course as courses  # noqa: E402  (the course file: workers, dropped, show_hidden_after_due, due)
 import hand_scores  # noqa: E402  (the rubrics and score sheets of the answers graded by hand)
+import idle_cells  # noqa: E402  (the cells of the chapter that grading need not run)
 
 sys.path.pop(0)
 
@@ -443,9 +445,22 @@ def _handed_out(otter_dir: Path, chapter: str) -> set[str]:
     return {_text(c).strip() for c in cells if c.get("cell_type") == "code"}
 
 
+def _test_words(otter_dir: Path, chapter: str) -> set[str] | None:
+    """The notebook names the tests of the chapter's autograder zip read (None if there is no zip)."""
+    import zipfile
+
+    zips = sorted((Path(otter_dir) / chapter / "autograder").glob("*.zip"))
+    if len(zips) != 1:
+        return None
+    with zipfile.ZipFile(zips[0]) as archive:
+        return {word for name in archive.namelist() if name.startswith("tests/") and name.endswith(".py")
+                for word in idle_cells.test_names(archive.read(name).decode("utf-8", "replace"))}
+
+
 def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Path = DEFAULT_OTTER_DIR,
               seconds: float = 20.0, errors: Path | None = None,
-              practice: frozenset[str] | set[str] = frozenset()) -> tuple[dict, dict[str, str], dict[str, list[str]]]:
+              practice: frozenset[str] | set[str] = frozenset(),
+              every_cell: bool = False) -> tuple[dict, dict[str, str], dict[str, list[str]]]:
     """The notebook to grade, notes per question, and flags per question.
 
     The notebook to grade: the chapter named in its metadata; answer cells not skipped;
@@ -455,6 +470,8 @@ def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Pa
     cell's own, and those of every cell a student added or changed outside the answers
     (for every question). The stubs of the exercises a course file left as practice
     (``practice``, their labels) are skipped, and not scanned, like the cells read by hand.
+    Unless ``every_cell``, the chapter's cells that no answer or test can depend on (its
+    figures, explorer and timings, unchanged: :mod:`idle_cells`) are skipped too.
     """
     nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
     nb.setdefault("metadata", {}).setdefault("otter", {})["assignment_name"] = chapter
@@ -488,6 +505,27 @@ def _prepared(notebook: Path, chapter: str, questions: list[dict], otter_dir: Pa
             continue
         if handed_out and _text(cell).strip() not in handed_out:
             everywhere += [f"cell {k} {why}" for why in scan_code(_text(cell))]
+    test_words = None if every_cell or not handed_out else _test_words(otter_dir, chapter)
+    if test_words is not None:
+        # Which cells of the chapter run: decided here for this submission (idle_cells), not by the
+        # tags the handed-out notebook carries (make_otter's, from the reference answers): a cell
+        # that this student's answers read runs, and one that nothing that runs reads is skipped.
+        code = [c for c in nb["cells"] if c.get("cell_type") == "code"]
+        sources = [_text(c) for c in code]
+
+        def tagged(c):
+            return "otter_ignore" in ((c.get("metadata") or {}).get("tags") or [])
+
+        chapter_cells = {j for j, source in enumerate(sources) if source.strip() in handed_out and id(code[j]) not in stubs
+                         and not (str(code[j].get("id", "")).startswith("work-") or (code[j].get("metadata") or {}).get("exercise_work"))}
+        silent = {j for j, c in enumerate(code) if tagged(c) and j not in chapter_cells}   # read by hand, practice
+        first = min(chapter_cells, default=None)     # the set-up cell always runs
+        idle = idle_cells.idle(sources, handed_out, test_words, silent=silent,
+                               keep={j for j, c in enumerate(code) if id(c) in stubs} | {first} - {None})
+        for k in chapter_cells:
+            metadata = code[k].setdefault("metadata", {})
+            tags = [t for t in (metadata.get("tags") or []) if t != "otter_ignore"]
+            metadata["tags"] = [*tags, "otter_ignore"] if k in idle else tags
     warning = suspicious(nb)
     if warning:
         for q in questions:
@@ -541,6 +579,56 @@ class _Done:
         self.returncode, self.stdout, self.stderr, self.cpu = returncode, stdout, stderr, cpu
 
 
+class _Zygotes:
+    """One ``tools/otter_zygote.py`` process per grading thread: ``otter`` commands forked, not started.
+
+    Each submission's ``otter run`` is forked from a process that imported Otter once (about 2 s of
+    CPU per submission saved); if that process cannot start, the command starts as usual.
+    """
+
+    def __init__(self):
+        self.local = threading.local()
+        self.started: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+
+    def get(self) -> subprocess.Popen | None:
+        proc = getattr(self.local, "proc", None)
+        if proc is not None and proc.poll() is None:
+            return proc
+        self.local.proc = None
+        if os.environ.get("OTTER_GRADE_NO_ZYGOTE") or not hasattr(os, "fork"):
+            return None
+        try:
+            proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("otter_zygote.py"))],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                    env={**os.environ, "PYTHONPATH": ""})
+            ready = proc.stdout.readline()
+            if not ready.strip().startswith('{"ready"'):
+                proc.kill()
+                proc.wait()
+                return None
+        except OSError:
+            return None
+        with self.lock:
+            self.started.append(proc)
+        self.local.proc = proc
+        return proc
+
+    def close(self) -> None:
+        with self.lock:
+            for proc in self.started:
+                try:
+                    proc.stdin.close()
+                    proc.wait(timeout=10)
+                except (OSError, subprocess.TimeoutExpired):
+                    proc.kill()
+            self.started.clear()
+        self.local = threading.local()
+
+
+_ZYGOTES = _Zygotes()
+
+
 def _run_measured(cmd: list[str], cwd: Path, timeout: float, env: dict) -> _Done:
     """``subprocess.run(cmd, capture_output=True, timeout=...)``, and the CPU seconds it used.
 
@@ -548,7 +636,26 @@ def _run_measured(cmd: list[str], cwd: Path, timeout: float, env: dict) -> _Done
     (``os.wait4``: ``otter run`` and the kernel it starts and shuts down, and the kernel's
     sandboxes), so it does not grow when other work shares the machine, as the wall time
     does. Raises ``subprocess.TimeoutExpired`` after killing the command, as ``run`` does.
+    An ``otter`` command is forked from this thread's zygote (:class:`_Zygotes`) when it runs.
     """
+    zygote = _ZYGOTES.get() if Path(cmd[0]).name == "otter" else None
+    if zygote is not None:
+        with tempfile.TemporaryDirectory(prefix="otter-out-") as tmp:
+            job = {"argv": cmd[1:], "cwd": str(cwd), "env": dict(env), "timeout": timeout,
+                   "stdout": str(Path(tmp) / "out"), "stderr": str(Path(tmp) / "err")}
+            try:
+                zygote.stdin.write(json.dumps(job) + "\n")
+                zygote.stdin.flush()
+                answer = zygote.stdout.readline()
+                result = json.loads(answer)
+            except (OSError, ValueError):
+                result = None
+            if result is not None:
+                if result["timeout"]:
+                    raise subprocess.TimeoutExpired(cmd, timeout)
+                read = (lambda name: (Path(tmp) / name).read_text(encoding="utf-8", errors="replace")
+                        if (Path(tmp) / name).exists() else "")
+                return _Done(result["returncode"], read("out"), read("err"), result["cpu"])
     with tempfile.TemporaryFile("w+", encoding="utf-8") as out, tempfile.TemporaryFile("w+", encoding="utf-8") as err:
         child = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, env=env, text=True)
         deadline = time.monotonic() + timeout
@@ -690,13 +797,16 @@ def grade_folder(folder: Path, out: Path, otter_dir: Path = DEFAULT_OTTER_DIR, c
     def grade(item):
         return grade_one(*item, chapter, otter_dir, timeout, hide_hidden)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        graded = list(pool.map(grade, found))
-    # A timeout or a dead kernel with another notebook running beside it may be the machine's load
-    # (time, memory): grade it again, alone.
-    for k, (item, result) in enumerate(zip(found, graded)):
-        if result[2] == "timeout" and workers > 1:
-            graded[k] = grade(item)
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            graded = list(pool.map(grade, found))
+        # A timeout or a dead kernel with another notebook running beside it may be the machine's load
+        # (time, memory): grade it again, alone.
+        for k, (item, result) in enumerate(zip(found, graded)):
+            if result[2] == "timeout" and workers > 1:
+                graded[k] = grade(item)
+    finally:
+        _ZYGOTES.close()
     for rs, _, _ in graded:
         for row in rs:
             if row.question in dropped:
@@ -896,6 +1006,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead of grading, write each hand-graded question's answers, student by "
                              "student, to DIR/<chapter>/<question>.md")
     args = parser.parse_args(argv)
+    args.otter_dir = args.otter_dir.resolve()      # otter run works in another folder
     if args.workers is not None and args.workers < 1:
         parser.error(f"--workers must be at least 1, not {args.workers}")
     if not args.timeout > 0:

@@ -11,7 +11,9 @@ Modules: :mod:`~ssmheads.models` and :mod:`~ssmheads.operator` (Chapter 1),
 chapters show).
 """
 
-from . import architectures, exercises, gradients, heads, numerics, operator, plotting, source, span, systems, widgets
+import importlib
+
+from . import architectures, exercises, gradients, heads, numerics, operator, source, span, systems
 from .numerics import close, relative_gap
 from .source import show_source
 from .architectures import (
@@ -72,6 +74,20 @@ from .span import (
 # CITATION.cff, CHANGELOG.md and the BibTeX entries repeat it, and tests/test_first_contact.py
 # checks that they agree).
 __version__ = "1.0.0"
+
+#: Submodules imported when first used (``sh.plotting``, ``sh.widgets``): they need Matplotlib and
+#: ipywidgets, which a script or a grader that only computes need not load (0.3-0.5 s each).
+_LAZY = ("plotting", "widgets")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "LinearSSM",

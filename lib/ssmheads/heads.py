@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import solve_discrete_lyapunov
-from scipy.optimize import linprog
 
 from ._validate import as_array, check_allocation, check_nonempty, check_positive_int, check_seed, check_size, check_total
 from .models import _check_system, _checked_lags, _Layer, _spectral_radius
@@ -788,6 +787,8 @@ def _pointing_functional(coords: np.ndarray):
     # Scale each lag to unit length: positivity does not depend on it, and a tiny
     # late lag would otherwise force a huge functional and a badly scaled program.
     unit = coords / np.linalg.norm(coords, axis=1, keepdims=True)
+    from scipy.optimize import linprog     # imported here: scipy.optimize takes 0.2 s to load
+
     result = linprog(np.zeros(k), A_ub=-unit, b_ub=-np.ones(coords.shape[0]),
                      bounds=[(None, None)] * k, method="highs")
     return result.x if result.status == 0 else None
