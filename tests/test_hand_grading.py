@@ -305,3 +305,15 @@ def test_the_guides_worked_example_is_what_the_merge_does(tmp_path, monkeypatch,
     assert hand_scores.main(["merge", "answers/", "--into", "grades.csv"]) == 2
     assert capsys.readouterr().err == refused
     assert not Path("grades-hand.csv").exists()
+
+
+def test_a_rubric_is_scaled_to_the_points_a_course_gives_its_question():
+    items = hand_scores.load_rubrics()["01_unified_operator"]["ex1.5"]
+    book = {"name": "ex1.5", "label": "ex-two-forms", "number": "1.5", "manual": True,
+            "points": sum(i["points"] for i in items)}
+    text = hand_scores.answers_preamble("01_unified_operator", book)
+    assert "scaled by" not in text
+    course = {**book, "points": 4 * sum(i["points"] for i in items)}
+    text = hand_scores.answers_preamble("01_unified_operator", course)
+    assert "so each item is scaled by 4." in text and "(0 to " in text
+    assert all(f"- **{4 * item['points']:g}**: " in text for item in items), text

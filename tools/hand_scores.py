@@ -195,7 +195,12 @@ def answers_preamble(chapter: str, question: dict, rubrics: Path = RUBRICS, chap
     except ValueError as error:
         items, text = None, text + f"*({error})*\n\n"
     if items:
-        text += "".join(f"- **{i['points']:g}**: {i['criterion'].strip()}\n" for i in items)
+        book = sum(i["points"] for i in items)
+        scale = float(question["points"]) / book if book else 1.0
+        if not math.isclose(scale, 1.0):     # a course file gave the question other points
+            text += (f"*(The book's rubric is worth {book:g} points; this course gives the question "
+                     f"{float(question['points']):g}, so each item is scaled by {scale:.3g}.)*\n\n")
+        text += "".join(f"- **{round(i['points'] * scale, 2):g}**: {i['criterion'].strip()}\n" for i in items)
         text += (f"\nEnter each student's score (0 to {question['points']:g}) and a comment in "
                  f"`{question['name']}{SHEET_SUFFIX}`, beside this file.\n\n")
     elif items is None:
