@@ -73,6 +73,8 @@ def test_code_a_static_reading_cannot_follow_always_runs():
 def test_a_name_read_by_string_counts_where_the_code_can_read_globals_by_name():
     cells = ["secret = 42", "def answer():\n    return globals()['secret']"]
     assert idle(cells, keep={1}, changed={1}) == set()
+    cells = ["secret = 42", "import sys\ndef answer():\n    return sys.modules['__main__'].secret"]
+    assert idle(cells, keep={1}, changed={1}) == set()
     cells = ["secret = 42", "def answer():\n    return 'secret'"]              # a string, nothing more
     assert idle(cells, keep={1}, changed={1}) == {0}
 

@@ -110,14 +110,16 @@ BY_STRING = frozenset("""globals vars locals eval exec compile getattr __import_
 
 def _words(node: ast.AST) -> set[str]:
     """Every name a statement reads (anywhere in it, functions included); and, if it mentions one of
-    :data:`BY_STRING`, every identifier in its strings."""
+    :data:`BY_STRING`, every identifier in its strings and every attribute it names."""
     found: set[str] = set()
     strings: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
             found.add(n.id)
-        elif isinstance(n, ast.Attribute) and n.attr in BY_STRING:
-            found.add(n.attr)
+        elif isinstance(n, ast.Attribute):
+            strings.add(n.attr)          # main.x, sys.modules["__main__"].x
+            if n.attr in BY_STRING:
+                found.add(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str):
             strings |= set(WORD.findall(n.value))
     return found | strings if found & BY_STRING else found
