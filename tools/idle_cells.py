@@ -105,24 +105,90 @@ def _targets(node: ast.AST) -> set[str]:
 #: Names through which code can read a global by a string (``globals()["x"]``, ``getattr(main, "x")``):
 #: in code that mentions one, every identifier in its strings counts as a name it reads.
 BY_STRING = frozenset("""globals vars locals eval exec compile getattr __import__ get_ipython __main__
-    __builtins__ builtins attrgetter itemgetter modules user_ns f_globals f_locals __dict__""".split())
+    __builtins__ builtins attrgetter itemgetter""".split())
+#: Attributes through which code reads globals by name (``sys.modules``, ``df.query("a > @x")``).
+BY_STRING_ATTRIBUTES = frozenset("modules user_ns f_globals f_locals __dict__ query eval".split())
 
 
 def _words(node: ast.AST) -> set[str]:
     """Every name a statement reads (anywhere in it, functions included); and, if it mentions one of
-    :data:`BY_STRING`, every identifier in its strings and every attribute it names."""
+    :data:`BY_STRING` (or an attribute of :data:`BY_STRING_ATTRIBUTES`), every identifier in its
+    strings and every attribute it names."""
     found: set[str] = set()
     strings: set[str] = set()
+    attributes: set[str] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
             found.add(n.id)
         elif isinstance(n, ast.Attribute):
-            strings.add(n.attr)          # main.x, sys.modules["__main__"].x
-            if n.attr in BY_STRING:
-                found.add(n.attr)
+            attributes.add(n.attr)          # main.x, sys.modules["__main__"].x
         elif isinstance(n, ast.Constant) and isinstance(n.value, str):
             strings |= set(WORD.findall(n.value))
-    return found | strings if found & BY_STRING else found
+    if found & BY_STRING or attributes & BY_STRING_ATTRIBUTES:
+        return found | strings | attributes | {"__by_string__"}
+    return found
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp,
+           ast.DictComp, ast.GeneratorExp)
+
+
+def _top_words(node: ast.AST) -> set[str]:
+    """The names a statement reads outside its nested scopes (functions, classes, lambdas,
+    comprehensions: :func:`_scoped_reads` reads those), with what those scopes evaluate where
+    they are defined (decorators, default values, base classes, a comprehension's first iterable)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
+            found.add(n.id)
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                stack.extend([*child.decorator_list, *child.args.defaults, *(d for d in child.args.kw_defaults if d)])
+            elif isinstance(child, ast.Lambda):
+                stack.extend([*child.args.defaults, *(d for d in child.args.kw_defaults if d)])
+            elif isinstance(child, ast.ClassDef):
+                stack.extend([*child.decorator_list, *child.bases, *child.keywords])
+            elif isinstance(child, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                stack.append(child.generators[0].iter)
+            else:
+                stack.append(child)
+    return found
+
+
+def _scoped_reads(source: str) -> set[str] | None:
+    """The global names read inside the nested scopes of ``source`` (Python's own symbol tables:
+    a method's global is a global even where another method has a local of that name; a
+    comprehension's variable is its own), or None if it does not compile."""
+    import symtable
+
+    try:
+        table = symtable.symtable(source, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return None
+
+    def walk(t) -> set[str]:
+        found: set[str] = set()
+        for child in t.get_children():
+            found |= {sym.get_name() for sym in child.get_symbols()
+                      if sym.is_referenced() and sym.is_global()}
+            found |= walk(child)
+        return found
+
+    return walk(table)
+
+
+def _module_binds(source: str) -> set[str]:
+    """Every name ``source`` binds at module level, as Python's symbol table sees it (a walrus in a
+    comprehension and a ``match`` capture included)."""
+    import symtable
+
+    try:
+        table = symtable.symtable(source, "<cell>", "exec")
+    except (SyntaxError, ValueError):
+        return set()
+    return {sym.get_name() for sym in table.get_symbols() if sym.is_assigned() or sym.is_imported()}
 
 
 def _function_free(node: ast.AST) -> set[str]:
@@ -155,47 +221,55 @@ def _free(statements: list[ast.stmt], bound: set[str]) -> tuple[set[str], set[st
     bound = set(bound)
     for st in statements:
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            free |= _function_free(st) - (bound if isinstance(st, ast.ClassDef) else set())
+            evaluated = [*st.decorator_list, *st.bases, *st.keywords] if isinstance(st, ast.ClassDef) else \
+                [*st.decorator_list, *st.args.defaults, *(d for d in st.args.kw_defaults if d)]
+            free |= set().union(*(_top_words(e) for e in evaluated)) - bound
             bound.add(st.name)
         elif isinstance(st, (ast.For, ast.AsyncFor)):
-            free |= _words(st.iter) - bound
+            free |= _top_words(st.iter) - bound
             inner = bound | _targets(ast.Assign(targets=[st.target], value=ast.Constant(0)))
             free |= _free(st.body, inner)[0] | _free(st.orelse, bound)[0]
         elif isinstance(st, (ast.With, ast.AsyncWith)):
             inner = set(bound)
             for item in st.items:
-                free |= _words(item.context_expr) - inner
+                free |= _top_words(item.context_expr) - inner
                 if item.optional_vars is not None:
                     inner |= _targets(ast.Assign(targets=[item.optional_vars], value=ast.Constant(0)))
             body_free, inner = _free(st.body, inner)
             free |= body_free
             bound = inner
         elif isinstance(st, (ast.If, ast.While)):
-            free |= _words(st.test) - bound
+            free |= _top_words(st.test) - bound
             free |= _free(st.body, bound)[0] | _free(st.orelse, bound)[0]
         elif isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
             for block in (st.body, st.orelse, st.finalbody, *(h.body for h in st.handlers)):
                 free |= _free(block, bound)[0]
             for h in st.handlers:
                 if h.type is not None:
-                    free |= _words(h.type) - bound
+                    free |= _top_words(h.type) - bound
         else:
-            reads = set()
-            for n in ast.walk(st):
-                if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                    reads |= _function_free(n)
-            # the rest of the statement: every name it reads (comprehension targets count too: conservative)
-            free |= (_words(st) | reads) - bound if not isinstance(st, ast.Assign) else \
-                ((_words(st.value) | reads) - bound) | set().union(*(_words(t) for t in st.targets)) - bound
+            if isinstance(st, ast.Assign):      # the value is read before the targets are bound
+                free |= (_top_words(st.value) | set().union(*(_top_words(t) for t in st.targets))) - bound
+            else:
+                free |= _top_words(st) - bound
             if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and st.target.id not in bound:
                 free.add(st.target.id)
             bound |= _targets(st)
     return free, bound
 
 
-def free_names(tree: ast.Module) -> set[str]:
-    """The names a cell reads that it did not bind, for certain, before reading them."""
-    return _free(tree.body, set())[0]
+def free_names(tree: ast.Module, source: str | None = None) -> set[str]:
+    """The names a cell reads that it did not bind, for certain, before reading them: at its top
+    level in the order it runs; inside its functions, classes and comprehensions, every global
+    they read (whatever the cell binds); and, where the cell can read globals by name
+    (:data:`BY_STRING`), every identifier in its strings and attributes."""
+    free = _free(tree.body, set())[0]
+    scoped = _scoped_reads(source if source is not None else ast.unparse(tree))
+    free |= scoped if scoped is not None else _words(tree)
+    everything = _words(tree)
+    if "__by_string__" in everything:
+        free |= everything
+    return free
 
 
 class Opaque(Exception):
@@ -221,6 +295,29 @@ def _walk_here(node: ast.AST):
                 stack.append(child)
 
 
+#: Methods that read their object and change nothing (the rest count as changing it).
+PURE_METHODS = frozenset("""
+    copy astype reshape ravel flatten transpose conj conjugate real imag sum mean std var min max argmin argmax
+    any all dot item tolist round cumsum cumprod prod clip nonzero squeeze swapaxes view trace diagonal
+    get keys values items index count startswith endswith format join split strip lower upper replace
+    interaction forward lag_operators operator to_markdown plot semilogy semilogx loglog scatter imshow
+    set_xlabel set_ylabel set_title set_xscale set_yscale legend grid axhline axvline text annotate fill_between
+    set_xticks set_yticks set_xlim set_ylim colorbar savefig tight_layout subplots add_subplot bar hist
+    errorbar contour contourf pcolormesh matshow spy twinx set_aspect label_outer suptitle show
+""".split())
+
+
+def _aliases(node: ast.AST, own: set[str]) -> set[str]:
+    """The names ``node`` binds to (a part of) an object it did not create: ``row = grid[:3]``, ``c = config``."""
+    found: set[str] = set()
+    for n in _walk_here(node):
+        if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Name, ast.Attribute, ast.Subscript)):
+            root = _root(n.value)
+            if root is not None and root not in own or root in found:
+                found |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+    return found
+
+
 def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[str, set[str]]) -> set[str]:
     """The outside names whose objects ``node`` may change (``own``: the names it binds itself).
 
@@ -229,6 +326,11 @@ def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[st
     cannot be bounded (``global``, ``exec``, ``del``, a star import, …).
     """
     found: set[str] = set()
+    aliased = _aliases(node, own)
+    if aliased:     # a change through an alias is a change of the object behind it: count its roots
+        own = own - aliased
+        found |= {r for n in _walk_here(node) if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Name, ast.Attribute, ast.Subscript))
+                  and (r := _root(n.value)) is not None and r not in own}
     for n in _walk_here(node):
         if isinstance(n, (ast.Global, ast.Nonlocal)):
             raise Opaque("global or nonlocal")
@@ -251,6 +353,9 @@ def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[st
             if func.id in OPAQUE:
                 raise Opaque(f"calls {func.id}")
             found |= functions.get(func.id, set())
+            if func.id in functions:      # a notebook function may change what it is given
+                found |= {r for a in [*n.args, *(k.value for k in n.keywords)]
+                          if (r := _root(a)) is not None and r not in own}
             continue
         if not isinstance(func, ast.Attribute):
             continue
@@ -264,8 +369,10 @@ def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[st
                 found.add(root)             # draws from the global generator
             if func.attr in ARGUMENT_CHANGING:
                 found |= {r for a in n.args if (r := _root(a)) is not None and r not in own}
-        elif func.attr in MUTATING:
-            found.add(root)
+        elif func.attr not in PURE_METHODS:
+            found.add(root)               # any other method may change its object (fit, step, normal, ...)
+        if any(k.arg == "out" for k in n.keywords):
+            found |= {r for k in n.keywords if k.arg == "out" and (r := _root(k.value)) is not None and r not in own}
     return found
 
 
@@ -333,8 +440,49 @@ def test_names(source: str) -> set[str]:
     return names
 
 
+def _literal(node: ast.AST | None) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return False
+
+
+def declarative(tree: ast.Module) -> bool:
+    """Whether a cell only imports and defines: imports (no star), functions and classes without
+    decorators whose default values are literals, docstrings, and names bound to literals. Running
+    such a cell changes nothing but the names it binds (and the modules it loads)."""
+    plain = {"staticmethod", "classmethod", "property"}
+    for st in tree.body:
+        if isinstance(st, ast.Import) or isinstance(st, ast.ImportFrom) and all(a.name != "*" for a in st.names):
+            continue
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue
+        if isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets) and _literal(st.value):
+            continue
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if st.decorator_list or not all(_literal(d) for d in [*st.args.defaults, *filter(None, st.args.kw_defaults)]):
+                return False
+            continue
+        if isinstance(st, ast.ClassDef):
+            if st.decorator_list or st.keywords or not all(isinstance(b, (ast.Name, ast.Attribute)) for b in st.bases):
+                return False
+            for member in st.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if not all(isinstance(d, ast.Name) and d.id in plain for d in member.decorator_list) or \
+                            not all(_literal(d) for d in [*member.args.defaults, *filter(None, member.args.kw_defaults)]):
+                        return False
+                elif not (isinstance(member, ast.Expr) and isinstance(member.value, ast.Constant)
+                          or isinstance(member, ast.Assign) and _literal(member.value) or isinstance(member, ast.Pass)):
+                    return False
+            continue
+        return False
+    return True
+
+
 def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = frozenset(),
-         keep: set[int] = frozenset(), silent: set[int] = frozenset()) -> set[int]:
+         keep: set[int] = frozenset(), silent: set[int] = frozenset(),
+         skippable: set[str] | None = None) -> set[int]:
     """The indexes of the cells of ``sources`` that grading can leave out (see the module's docstring).
 
     ``sources``: the notebook's code cells in order; ``handed_out``: the stripped sources of
@@ -351,7 +499,7 @@ def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = froze
         elif tree is None:
             uses.append(set(WORD.findall(source)))      # a cell that does not parse: every word is a use
         else:
-            uses.append(free_names(tree))
+            uses.append(free_names(tree, source))
     modules = set()
     for tree in trees:
         for n in ast.walk(tree) if tree is not None else ():
@@ -362,9 +510,15 @@ def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = froze
     for k, (source, tree) in enumerate(zip(sources, trees)):
         if k in keep or k in silent or tree is None or source.strip() not in handed_out:
             continue
-        names: set[str] = set()
+        if skippable is not None and source.strip() not in skippable and not declarative(tree):
+            continue
+        names: set[str] = _module_binds(source)
+        names |= {n.target.id for n in _walk_here(tree) if isinstance(n, ast.NamedExpr)}   # a walrus in a comprehension
         for statement in tree.body:
             names |= _targets(statement)
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):   # import a.b loads a.b into a
+                names |= {(a.name if isinstance(statement, ast.Import) else statement.module or "").split(".")[0]
+                          for a in statement.names} - {""}
         try:
             changes = _effects(tree, names, modules, functions)
         except Opaque:
@@ -372,14 +526,21 @@ def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = froze
         if "*" not in changes:
             binds[k] = names | changes      # what it binds and what it changes: read elsewhere, it runs
     # the largest set of cells none of whose names a cell outside the set (or a test) reads:
-    # a figure cell and the cell that computes its data are idle together
+    # a figure cell and the cell that computes its data are idle together. A cell the assignment
+    # lets grading skip answers only to what the student wrote (and to the skipped cells brought
+    # back for it): the chapter's other cells were checked not to need it when the assignment was
+    # made (make_otter's closure), and make_otter's reading of them is the contract students read.
+    chapter = {k for k, source in enumerate(sources) if source.strip() in handed_out and k not in keep}
+    tagged = {k for k in binds if skippable is not None and sources[k].strip() in skippable}
     result = set(binds)
     changed = True
     while changed:
         changed = False
-        used = set(extra_words).union(*(u for j, u in enumerate(uses) if j not in result))
+        running = [j for j in range(len(sources)) if j not in result and j not in silent]
+        read_all = set(extra_words).union(*(uses[j] for j in running))
+        read_student = set(extra_words).union(*(uses[j] for j in running if j not in chapter or j in tagged))
         for k in sorted(result):
-            if binds[k] & used:
+            if binds[k] & (read_student if k in tagged else read_all):
                 result.discard(k)
                 changed = True
     return result
