@@ -674,14 +674,19 @@ def _retention_state_dropped(Q, K, V, gamma, every=2000):
     return Y
 
 
-_GRADE_RETENTION = """\
-import importlib.util, json, os, resource, sys, time
-root, runs = sys.argv[1], json.loads(sys.argv[2])
+# The start of the scripts below, each run in a fresh process: this file loaded as a module.
+_LOAD_TESTS = """\
 sys.path[:0] = [os.path.join(root, "tools"), os.path.join(root, "tests")]
 spec = importlib.util.spec_from_file_location("hidden_tests_module", os.path.join(root, "tests", "test_hidden_tests.py"))
 tests = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tests)
 import grading_sandbox
+"""
+
+_GRADE_RETENTION = """\
+import importlib.util, json, os, resource, sys, time
+root, runs = sys.argv[1], json.loads(sys.argv[2])
+""" + _LOAD_TESTS + """\
 out, limit = {}, resource.getrlimit(resource.RLIMIT_AS)
 for name, seconds, capped in runs:
     answer = tests.reference("ex-retention-recurrent") if name == "book" else getattr(tests, name)
@@ -962,11 +967,7 @@ def test_no_checking_helper_passes_the_grading_scan():
 _SANDBOXED = """\
 import importlib.util, json, os, sys
 root, labels = sys.argv[1], json.loads(sys.argv[2])
-sys.path[:0] = [os.path.join(root, "tools"), os.path.join(root, "tests")]
-spec = importlib.util.spec_from_file_location("hidden_tests_module", os.path.join(root, "tests", "test_hidden_tests.py"))
-tests = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tests)
-import grading_sandbox
+""" + _LOAD_TESTS + """\
 
 
 def outcome(test, answer):

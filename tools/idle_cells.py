@@ -7,23 +7,30 @@ a code cell is idle when
 
 * it is a cell of the notebook handed out, unchanged (a cell a student added or edited
   always runs);
-* it parses as Python (a cell with an IPython magic or a shell escape always runs);
-* nothing that runs uses a name it binds: no cell of the submission that is not idle (the
-  answers and any cell a student added included) reads the name, as a free name of one of
-  its top-level statements or inside a function or a comprehension (so a figure's cell and
-  the cell that computes its data are idle together), and no test mentions it
-  (``extra_words``: every identifier of the tests, strings included, since tests read
-  answers from the notebook's globals by name);
-* it changes nothing outside itself: no ``global``/``nonlocal``, no ``del``, no star import,
-  no ``exec``/``eval``/``globals``/``vars``/``locals``/``setattr``/``delattr``/``__import__``;
-  no store into an attribute or an item of an object it did not create (``os.environ[...] =``,
-  ``plt.rcParams[...] =``); no augmented assignment of a name it did not bind; no call of a
-  mutating method (``append``, ``update``, ``seed``, ``use``, …) or of the global random
-  generator (``np.random.standard_normal``; ``np.random.default_rng(...)`` is fine) on an
-  object it did not create; no call of a function defined in the notebook that changes
-  anything outside itself by the same rules.
+* it parses as Python (a cell with an IPython magic or a shell escape always runs; its
+  words all count as reads);
+* nothing that runs reads a name it binds or an object it may change: no cell of the
+  submission that is not idle (the answers and any cell a student added included) reads it —
+  at a cell's top level in the order it runs, inside its functions, classes and
+  comprehensions as Python's symbol tables say, and, in code that reaches globals by name
+  (``globals()``, ``sys.modules``, ``__main__``, ``df.query``), every string and attribute
+  it names — and no test reads it (``extra_words``: the tests' fixture arguments and ``env``
+  keys, :func:`test_names`). So a figure's cell and the cell that computes its data are
+  idle together;
+* what it may change counts as what it binds: the object behind a store into an attribute
+  or an item, an augmented assignment, an alias (``row = grid[0]``) or an ``out=``
+  argument; the object of any method call that is not on :data:`PURE_METHODS` (``fit``,
+  ``rng.normal``, ``append``); a module whose state a call sets (``np.random.seed``,
+  ``rcParams``, warnings filters, the global random generator); what a function defined in
+  the notebook changes, and what it is given;
+* its effects can be bounded at all: no ``global``/``nonlocal``, ``del``, star import,
+  ``exec``/``eval``/``globals``/``setattr``/… (such a cell always runs).
 
-Leaving such a cell out cannot change a value an answer or a test sees. Grading tags the idle
+Within what a static reading follows, leaving such a cell out changes no value an answer or a
+test sees. Its limits: a method on :data:`PURE_METHODS` that changes its object after all, a
+method called on what a call returned (``cache().append(1)``), a decorator or a generator with
+side effects; the students' note
+asks answers not to rely on results the chapter computed. Grading tags the idle
 cells ``otter_ignore``, as it does the cells read by hand (``tools/otter_grade.py``); the
 reference answers' full marks with idle cells left out are checked in ``make test``
 (``tests/test_otter.py``), and the rules by ``tests/test_idle_cells.py``.
@@ -34,13 +41,6 @@ from __future__ import annotations
 import ast
 import re
 
-#: Methods that change the object they are called on.
-MUTATING = frozenset("""
-    append extend insert pop popitem remove clear update setdefault sort reverse add discard
-    difference_update intersection_update symmetric_difference_update fill put resize itemset
-    setflags partition seed set_state write writelines send close
-    __setitem__ __delitem__ __setattr__ __delattr__ __iadd__ __isub__ __imul__
-""".split())
 #: Functions of a module that change the module's (or the process's) state.
 MODULE_STATE = frozenset("""
     seed set_state set_printoptions setbufsize seterr seterrcall use rc rcdefaults register
@@ -189,25 +189,6 @@ def _module_binds(source: str) -> set[str]:
     except (SyntaxError, ValueError):
         return set()
     return {sym.get_name() for sym in table.get_symbols() if sym.is_assigned() or sym.is_imported()}
-
-
-def _function_free(node: ast.AST) -> set[str]:
-    """The global names a function, lambda or comprehension reads: those it does not bind itself."""
-    own: set[str] = set()
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        own |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            own.add(n.id)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            own |= {(a.asname or a.name).split(".")[0] for a in n.names}
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
-            own.add(n.name)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        # decorators and default values are read where the function is defined
-        outer = [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        return (_words(node) - own) | set().union(*(_words(d) for d in outer))
-    return _words(node) - own
 
 
 def _free(statements: list[ast.stmt], bound: set[str]) -> tuple[set[str], set[str]]:
@@ -440,49 +421,8 @@ def test_names(source: str) -> set[str]:
     return names
 
 
-def _literal(node: ast.AST | None) -> bool:
-    try:
-        ast.literal_eval(node)
-        return True
-    except (ValueError, TypeError, SyntaxError, RecursionError):
-        return False
-
-
-def declarative(tree: ast.Module) -> bool:
-    """Whether a cell only imports and defines: imports (no star), functions and classes without
-    decorators whose default values are literals, docstrings, and names bound to literals. Running
-    such a cell changes nothing but the names it binds (and the modules it loads)."""
-    plain = {"staticmethod", "classmethod", "property"}
-    for st in tree.body:
-        if isinstance(st, ast.Import) or isinstance(st, ast.ImportFrom) and all(a.name != "*" for a in st.names):
-            continue
-        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
-            continue
-        if isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets) and _literal(st.value):
-            continue
-        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if st.decorator_list or not all(_literal(d) for d in [*st.args.defaults, *filter(None, st.args.kw_defaults)]):
-                return False
-            continue
-        if isinstance(st, ast.ClassDef):
-            if st.decorator_list or st.keywords or not all(isinstance(b, (ast.Name, ast.Attribute)) for b in st.bases):
-                return False
-            for member in st.body:
-                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    if not all(isinstance(d, ast.Name) and d.id in plain for d in member.decorator_list) or \
-                            not all(_literal(d) for d in [*member.args.defaults, *filter(None, member.args.kw_defaults)]):
-                        return False
-                elif not (isinstance(member, ast.Expr) and isinstance(member.value, ast.Constant)
-                          or isinstance(member, ast.Assign) and _literal(member.value) or isinstance(member, ast.Pass)):
-                    return False
-            continue
-        return False
-    return True
-
-
 def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = frozenset(),
-         keep: set[int] = frozenset(), silent: set[int] = frozenset(),
-         skippable: set[str] | None = None) -> set[int]:
+         keep: set[int] = frozenset(), silent: set[int] = frozenset()) -> set[int]:
     """The indexes of the cells of ``sources`` that grading can leave out (see the module's docstring).
 
     ``sources``: the notebook's code cells in order; ``handed_out``: the stripped sources of
@@ -510,8 +450,6 @@ def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = froze
     for k, (source, tree) in enumerate(zip(sources, trees)):
         if k in keep or k in silent or tree is None or source.strip() not in handed_out:
             continue
-        if skippable is not None and source.strip() not in skippable and not declarative(tree):
-            continue
         names: set[str] = _module_binds(source)
         names |= {n.target.id for n in _walk_here(tree) if isinstance(n, ast.NamedExpr)}   # a walrus in a comprehension
         for statement in tree.body:
@@ -526,21 +464,15 @@ def idle(sources: list[str], handed_out: set[str], extra_words: set[str] = froze
         if "*" not in changes:
             binds[k] = names | changes      # what it binds and what it changes: read elsewhere, it runs
     # the largest set of cells none of whose names a cell outside the set (or a test) reads:
-    # a figure cell and the cell that computes its data are idle together. A cell the assignment
-    # lets grading skip answers only to what the student wrote (and to the skipped cells brought
-    # back for it): the chapter's other cells were checked not to need it when the assignment was
-    # made (make_otter's closure), and make_otter's reading of them is the contract students read.
-    chapter = {k for k, source in enumerate(sources) if source.strip() in handed_out and k not in keep}
-    tagged = {k for k in binds if skippable is not None and sources[k].strip() in skippable}
+    # a figure cell and the cell that computes its data are idle together
     result = set(binds)
     changed = True
     while changed:
         changed = False
         running = [j for j in range(len(sources)) if j not in result and j not in silent]
-        read_all = set(extra_words).union(*(uses[j] for j in running))
-        read_student = set(extra_words).union(*(uses[j] for j in running if j not in chapter or j in tagged))
+        read = set(extra_words).union(*(uses[j] for j in running))
         for k in sorted(result):
-            if binds[k] & (read_student if k in tagged else read_all):
+            if binds[k] & read:
                 result.discard(k)
                 changed = True
     return result

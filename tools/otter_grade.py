@@ -436,15 +436,13 @@ def _code_cell(source: str, cell_id: str) -> dict:
             "source": source}
 
 
-def _handed_out(otter_dir: Path, chapter: str, skipped: bool = False) -> set[str]:
-    """The code cells of the notebook handed out (their sources), to tell what a student added or changed;
-    with ``skipped``, only those it tags ``otter_ignore`` (the cells make_otter lets grading skip)."""
+def _handed_out(otter_dir: Path, chapter: str) -> set[str]:
+    """The code cells of the notebook handed out (their sources), to tell what a student added or changed."""
     path = Path(otter_dir) / chapter / "student" / f"{chapter}.ipynb"
     if not path.exists():
         return set()
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return {_text(c).strip() for c in cells if c.get("cell_type") == "code"
-            and (not skipped or "otter_ignore" in ((c.get("metadata") or {}).get("tags") or []))}
+    return {_text(c).strip() for c in cells if c.get("cell_type") == "code"}
 
 
 def _test_words(otter_dir: Path, chapter: str) -> set[str] | None:
