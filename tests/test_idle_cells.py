@@ -176,3 +176,14 @@ def test_the_outside_testers_cases_give_the_same_answer_with_idle_cells_left_out
             assert 0 not in skip, cells
             continue
         assert repr(full["answer"]()) == repr(lean["answer"]()), (cells, skip)
+
+
+def test_reading_a_value_is_not_changing_it():
+    """What the rules above must not turn into: a copy of a module's constant, or a call of a
+    function that only reads its argument, changes nothing (else every chapter cell would run)."""
+    cells = ["import numpy as np", "best = np.inf\nx = best + 1", "def answer():\n    return np.zeros(1)"]
+    assert 1 in idle(cells, keep={2}, changed={2})
+    cells = ["def twice(n):\n    return n * 2\nd = 3", "y = twice(d)", "def answer():\n    return d"]
+    assert 1 in idle(cells, keep={2}, changed={2})
+    cells[0] = "def twice(v):\n    v[0] *= 2\n    return v\nd = [3]"           # now it changes what it is given
+    assert 1 not in idle(cells, keep={2}, changed={2})

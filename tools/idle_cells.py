@@ -52,6 +52,8 @@ MODULE_STATE = frozenset("""
 ARGUMENT_CHANGING = frozenset("put copyto fill_diagonal place putmask shuffle".split())
 #: Calls that reach names or objects a static reading cannot follow.
 OPAQUE = frozenset("exec eval globals vars locals setattr delattr __import__ compile breakpoint".split())
+#: What a function's effects hold when it may change an argument it is given.
+ARGUMENTS = "(its arguments)"
 #: Constructors of the random module that make their own generator (they do not draw from the global one).
 OWN_GENERATORS = frozenset("default_rng Generator PCG64 PCG64DXSM MT19937 Philox SFC64 SeedSequence Random".split())
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -288,14 +290,17 @@ PURE_METHODS = frozenset("""
 """.split())
 
 
-def _aliases(node: ast.AST, own: set[str]) -> set[str]:
-    """The names ``node`` binds to (a part of) an object it did not create: ``row = grid[:3]``, ``c = config``."""
-    found: set[str] = set()
+def _aliases(node: ast.AST, own: set[str]) -> dict[str, str]:
+    """The names ``node`` binds to (a part of) an object it did not create, each with that object's
+    name: ``row = grid[:3]`` gives ``{"row": "grid"}`` (a change through ``row`` changes ``grid``)."""
+    found: dict[str, str] = {}
     for n in _walk_here(node):
         if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Name, ast.Attribute, ast.Subscript)):
             root = _root(n.value)
-            if root is not None and root not in own or root in found:
-                found |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+            if root is not None and (root not in own or root in found):
+                for t in n.targets:
+                    if isinstance(t, ast.Name):
+                        found[t.id] = found.get(root, root)
     return found
 
 
@@ -307,11 +312,11 @@ def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[st
     cannot be bounded (``global``, ``exec``, ``del``, a star import, …).
     """
     found: set[str] = set()
-    aliased = _aliases(node, own)
-    if aliased:     # a change through an alias is a change of the object behind it: count its roots
-        own = own - aliased
-        found |= {r for n in _walk_here(node) if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Name, ast.Attribute, ast.Subscript))
-                  and (r := _root(n.value)) is not None and r not in own}
+    alias = _aliases(node, own)      # a change through an alias is a change of the object behind it
+    own = own - set(alias)
+
+    def outside(names):
+        return {alias.get(r, r) for r in names if r is not None and r not in own}
     for n in _walk_here(node):
         if isinstance(n, (ast.Global, ast.Nonlocal)):
             raise Opaque("global or nonlocal")
@@ -320,27 +325,28 @@ def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[st
         if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
             raise Opaque("star import")
         if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            root = _root(n)
-            if root is None:
+            if _root(n) is None:
                 raise Opaque("stores into the result of an expression")
-            if root not in own:
-                found.add(root)
-        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id not in own:
-            found.add(n.target.id)
+            found |= outside([_root(n)])
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            found |= outside([n.target.id])
         if not isinstance(n, ast.Call):
             continue
         func = n.func
+        arguments = [_root(a) for a in [*n.args, *(k.value for k in n.keywords)]]
         if isinstance(func, ast.Name):
             if func.id in OPAQUE:
                 raise Opaque(f"calls {func.id}")
-            found |= functions.get(func.id, set())
-            if func.id in functions:      # a notebook function may change what it is given
-                found |= {r for a in [*n.args, *(k.value for k in n.keywords)]
-                          if (r := _root(a)) is not None and r not in own}
+            called = functions.get(func.id, set())
+            found |= called - {ARGUMENTS}
+            if ARGUMENTS in called:       # a notebook function that changes what it is given
+                found |= outside(arguments)
             continue
         if not isinstance(func, ast.Attribute):
             continue
         chain, root = _chain(func), _root(func)
+        if any(k.arg == "out" for k in n.keywords):
+            found |= outside([_root(k.value) for k in n.keywords if k.arg == "out"])
         if root is None or root in own and root not in modules:
             continue
         if root in modules:
@@ -349,11 +355,9 @@ def _effects(node: ast.AST, own: set[str], modules: set[str], functions: dict[st
             if "random" in chain[:-1] and chain[-1] not in OWN_GENERATORS:
                 found.add(root)             # draws from the global generator
             if func.attr in ARGUMENT_CHANGING:
-                found |= {r for a in n.args if (r := _root(a)) is not None and r not in own}
+                found |= outside([_root(a) for a in n.args])
         elif func.attr not in PURE_METHODS:
-            found.add(root)               # any other method may change its object (fit, step, normal, ...)
-        if any(k.arg == "out" for k in n.keywords):
-            found |= {r for k in n.keywords if k.arg == "out" and (r := _root(k.value)) is not None and r not in own}
+            found |= outside([root])      # any other method may change its object (fit, step, normal, ...)
     return found
 
 
@@ -374,12 +378,19 @@ def _function_effects(trees: list[ast.Module | None], modules: set[str]) -> dict
                 [st for st in node.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))]
             found: set[str] = set()
             for body in bodies:
-                own = {a.arg for a in ast.walk(body.args) if isinstance(a, ast.arg)}
-                own |= {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-                try:
-                    found |= _effects(ast.Module(body=body.body, type_ignores=[]), own, modules, effects)
+                params = [a.arg for a in ast.walk(body.args) if isinstance(a, ast.arg)]
+                if isinstance(node, ast.ClassDef) and params:
+                    params = params[1:]          # a method's self (or cls) is the object it belongs to
+                local = {n.id for n in ast.walk(body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                try:    # its parameters counted as outside objects: a change of one is a change of an argument
+                    changes = _effects(ast.Module(body=body.body, type_ignores=[]),
+                                       (local | {a.arg for a in ast.walk(body.args) if isinstance(a, ast.arg)})
+                                       - set(params), modules, effects)
                 except Opaque:
-                    found.add("*")
+                    changes = {"*"}
+                found |= changes - set(params)
+                if changes & set(params):
+                    found.add(ARGUMENTS)
             if not found <= effects[name]:
                 effects[name] |= found
                 changed = True
