@@ -37,6 +37,12 @@ Usage: python tools/make_pdf.py [--student] [--chapters] [--out _build/pdf]
    for the student edition). A reference to another chapter prints its number and page
    but links nowhere.
 
+A PDF whose inputs have not changed since it was made is not made again: every file of the
+project (git's list of tracked and untracked, not ignored files) but the tests, CI, the portable
+notebooks, Binder's set-up, the README and the Makefile (NOT_INPUTS),
+with the edition, the TeX tools' versions and the Python that builds it, hash to the digest
+stored beside the PDF (``.how-many-heads-reader.inputs``). ``--force`` makes it anyway.
+
 Needs TeX: Debian's texlive-latex-recommended, texlive-latex-extra,
 texlive-fonts-recommended, tex-gyre and latexmk (.ci/run installs them). Without
 ``latexmk`` the script says so and exits with status 3, which ``make test`` reports as
@@ -45,6 +51,7 @@ a skip.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import shutil
 import subprocess
@@ -349,13 +356,45 @@ def chapter_pdfs(latex: Path, book, out: Path, student: bool) -> list[Path]:
     return written
 
 
+# what no PDF is made from: the tests, CI, the portable notebooks and Binder's set-up (made from
+# the chapters, not read by the PDF), the README and the Makefile
+NOT_INPUTS = ("tests/", ".ci/", "notebooks/", "binder/", "README.md", "Makefile")
+
+
+def inputs_digest(root: Path, student: bool, chapters: bool) -> str:
+    """A digest of everything a PDF is made from (see the module's docstring)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if listed.returncode != 0:  # not a git checkout: no digest, the PDF is always made
+        return ""
+    h = hashlib.sha256(f"{student} {chapters} {sys.executable} {sys.version}\n".encode())
+    for tool in ("pdflatex", "latexmk"):
+        h.update(subprocess.run([tool, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True).stdout.split("\n", 1)[0].encode() + b"\n")
+    for name in sorted(set(listed.stdout.decode().split("\0")) - {""}):
+        path = root / name
+        if name.startswith(NOT_INPUTS) or not path.is_file():
+            continue
+        h.update(name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def build(student: bool = False, out: Path = ROOT / "_build" / "pdf", root: Path = ROOT,
-          chapters: bool = False) -> Path:
+          chapters: bool = False, force: bool = False) -> Path:
     if shutil.which("latexmk") is None or shutil.which("pdflatex") is None:
         print("make pdf: SKIPPED, no TeX here (install Debian's texlive-latex-recommended "
               "texlive-latex-extra texlive-fonts-recommended tex-gyre latexmk, as .ci/run does)")
         raise SystemExit(SKIPPED)
     edition = "student" if student else "reader"
+    target = out / (f"{NAME}-student.pdf" if student else f"{NAME}.pdf")
+    stamp = out / f".{NAME}-{edition}{'-chapters' if chapters else ''}.inputs"
+    digest = inputs_digest(root, student, chapters)
+    made = target.is_file() and (not chapters or (out / "chapters").is_dir())
+    if digest and not force and made and stamp.is_file() and stamp.read_text().strip() == digest:
+        print(f"make pdf: {target} is up to date (made from the same inputs, digest {digest[:12]}; "
+              f"--force makes it again)")
+        return target
+    stamp.unlink(missing_ok=True)
     work = out / f"src-{edition}"
     if work.exists():
         shutil.rmtree(work)
@@ -384,7 +423,6 @@ def build(student: bool = False, out: Path = ROOT / "_build" / "pdf", root: Path
     if run.returncode != 0:
         print(run.stdout[-4000:])
         raise SystemExit(f"make pdf: latexmk failed; see {latex / (NAME + '.log')}")
-    target = out / (f"{NAME}-student.pdf" if student else f"{NAME}.pdf")
     shutil.copy(latex / f"{NAME}.pdf", target)
     end = time.perf_counter()
     print(f"wrote {target} ({target.stat().st_size / 2**20:.1f} MB): LaTeX {middle - start:.0f} s, "
@@ -393,6 +431,8 @@ def build(student: bool = False, out: Path = ROOT / "_build" / "pdf", root: Path
         for path in chapter_pdfs(latex, book, out / "chapters", student):
             print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MB)")
         print(f"chapters alone: {time.perf_counter() - end:.0f} s")
+    if digest:
+        stamp.write_text(digest + "\n")
     return target
 
 
@@ -402,8 +442,9 @@ def main(argv=None) -> int:
     parser.add_argument("--chapters", action="store_true",
                         help="also one PDF per chapter, in OUT/chapters/ (make pdf-chapters)")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "pdf")
+    parser.add_argument("--force", action="store_true", help="make it even when its inputs have not changed")
     args = parser.parse_args(argv)
-    build(args.student, args.out, chapters=args.chapters)
+    build(args.student, args.out, chapters=args.chapters, force=args.force)
     return 0
 
 
