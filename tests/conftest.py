@@ -5,7 +5,7 @@
 * Tests marked ``extended`` (slow end-to-end runs whose every step the faster tests
   also reach: each chapter's student notebook run whole, the public API fuzz, the JAX
   bench's training runs, ...) run only with ``EXTENDED=1``: ``make test-extended`` runs
-  them, ``make test`` (the eight-minute gate) does not, and CI runs both (``make test-all``).
+  them, ``make test`` (the gate before a commit) does not, and CI runs both (``make test-all``).
 * Matplotlib draws with the non-interactive Agg backend, and every figure a test
   opens is closed after it, so tests neither need a display nor leak memory.
 """
