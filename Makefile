@@ -279,9 +279,9 @@ test-otter-extended: $(STAMP)
 # make test checks every page of the site in the browser (tools/site_check.py: desktop and phone,
 # light and dark, figures, code width, tab order, contrast; 20 pages); make test-extended runs the
 # browser check's own tests (planted defects); make site-check is the same check with full-page
-# screenshots. PAGES='chapters/03_*' index.html checks only those.
+# screenshots. make test-site PAGES="chapters/03_* index.html" checks only those pages.
 test-site: $(STAMP) $(AXE)
-	$(CLI) site-check --allow-missing-browser $(if $(PAGES),--pages $(PAGES))
+	$(CLI) site-check --allow-missing-browser $(if $(PAGES),--pages $(foreach p,$(PAGES),'$(p)'))
 
 test-site-extended: $(STAMP) $(AXE)
 	$(BIN)/pytest -q tests/test_site_check.py
