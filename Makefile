@@ -251,15 +251,21 @@ answers: $(OTTER_STAMP)
 # assignments an instructor made with `make otter` (with private hidden tests, a site address),
 # and makes them again only when they are missing or older than anything they are made from
 # (OTTER_SOURCES: tools/make_otter.py and the modules it imports, tools/bookkit/, the grading
-# sandbox, the hidden tests, the chapters, the library, the requirements, this Makefile and the
-# instructors' environment); make-otter takes about a minute.
+# sandbox, the hidden tests, the chapters, the book's pages and configuration (references, page
+# titles, numbers), the library, the requirements, this Makefile, the instructors' environment,
+# and git's current commit, which the autograder installs the library from); make-otter takes
+# about a minute. OTTER_MADE is touched when a make-otter run starts and kept only when it
+# succeeds, so an interrupted run is made again, and so is an edit made during a run.
 OTTER_SOURCES := tools/make_otter.py tools/portable.py tools/make_assignments.py tools/exercise_catalogue.py \
   tools/course.py tools/grading_sandbox.py tools/bookkit instructors/hidden_tests.py chapters lib \
-  requirements.txt requirements-instructor.txt Makefile $(OTTER_STAMP)
-OTTER_MADE := _build/otter-test/01_unified_operator/source.json
+  book _config.yml _toc.yml requirements.txt requirements-instructor.txt Makefile $(OTTER_STAMP) \
+  $(wildcard .git/HEAD .git/refs/heads .git/packed-refs)
+OTTER_MADE := _build/otter-test/.made
 OTTER_REMAKE = if [ ! -f $(OTTER_MADE) ] || [ -n "$$(find $(OTTER_SOURCES) -newer $(OTTER_MADE) -type f \
 	    -not -path '*/__pycache__/*' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null | head -1)" ]; then \
+	  rm -f $(OTTER_MADE); mkdir -p _build/otter-test; touch $(OTTER_MADE).start; \
 	  $(CLI) make-otter --otter $(OTTER_BIN)/otter --out _build/otter-test --question-timeout 8 || exit 1; \
+	  mv $(OTTER_MADE).start $(OTTER_MADE); \
 	else echo "test-otter: the assignments in _build/otter-test are newer than all they are made from"; fi
 test-otter: $(STAMP)
 	@if [ ! -f $(OTTER_STAMP) ]; then \

@@ -41,7 +41,11 @@ A PDF whose inputs have not changed since it was made is not made again: every f
 project (git's list of tracked and untracked, not ignored files) but the tests, CI, the portable
 notebooks, Binder's set-up, the README and the Makefile (NOT_INPUTS),
 with the edition, the TeX tools' versions and the Python that builds it, hash to the digest
-stored beside the PDF (``.how-many-heads-reader.inputs``). ``--force`` makes it anyway.
+stored beside the PDF (``.how-many-heads.pdf.inputs``; a build with and one without ``--chapters``
+write the same PDF from different digests, so each makes it again after the other).
+``--force`` makes it anyway. Not seen by the digest: the library as installed in the
+environment (``pip install -e`` points at one checkout: a second checkout sharing the
+environment renders the first one's docstrings).
 
 Needs TeX: Debian's texlive-latex-recommended, texlive-latex-extra,
 texlive-fonts-recommended, tex-gyre and latexmk (.ci/run installs them). Without
@@ -387,7 +391,9 @@ def build(student: bool = False, out: Path = ROOT / "_build" / "pdf", root: Path
         raise SystemExit(SKIPPED)
     edition = "student" if student else "reader"
     target = out / (f"{NAME}-student.pdf" if student else f"{NAME}.pdf")
-    stamp = out / f".{NAME}-{edition}{'-chapters' if chapters else ''}.inputs"
+    # one stamp per PDF file: a --chapters build writes the same book PDF, so it replaces the
+    # stamp (its digest differs, chapters being part of it) and a later plain build makes it again
+    stamp = out / f".{target.name}.inputs"
     digest = inputs_digest(root, student, chapters)
     made = target.is_file() and (not chapters or (out / "chapters").is_dir())
     if digest and not force and made and stamp.is_file() and stamp.read_text().strip() == digest:
