@@ -49,7 +49,7 @@ book: $(STAMP)
 # chapter's student notebook, standalone runs, the fuzz, the JAX training runs, the student PDF
 # and the chapter PDFs' tests, the grading audit, the browser check's planted defects); make
 # test-all runs both, as CI does. On this 2-core machine make test takes about nine minutes
-# (the two cores busy 95% of the time), ten on a fresh clone, which makes the PDF, the site and
+# (the two cores busy nearly all the time), ten on a fresh clone, which makes the PDF, the site and
 # the Otter assignments from nothing.
 LANE_1 ?= test-notebooks test-lib
 LANE_2 ?= test-pdf test-build test-otter test-standalone test-site

@@ -801,46 +801,42 @@ def check_desktop(browser, url: str, site: Path, out: Path, shot: Path, anchors_
     with phase('desktop: open'):
         open_page(page, url)
     landed = page.url  # after redirects
-    probing = phase('desktop: page probe')
-    probing.__enter__()
-    try:
-        probe = page.evaluate(PAGE_PROBE)
-    except PlaywrightError:  # a redirecting page (index.html) can be between two documents
-        page.wait_for_load_state("load")
-        page.wait_for_timeout(500)
-        probe = page.evaluate(PAGE_PROBE)
-    if probe["unrendered"]:
-        problems.append(f"{probe['unrendered']} of {probe['maths']} math elements not rendered")
-    if probe["dollars"]:
-        problems.append(f"raw $...$ in the prose: {probe['dollars']}")
-    if probe["tracebacks"]:
-        problems.append(f"{probe['tracebacks']} traceback or error outputs")
-    for src in probe["broken"]:
-        problems.append(f"image did not load: {src}")
-    for src, alt in probe["badAlt"]:
-        problems.append(f"image without alt text saying what it shows: {src} (alt={alt!r})")
-    final = unquote(urlparse(page.url).path).lstrip("/") or "index.html"  # after redirects
-    problems += check_links(probe["links"], (site / final).resolve(), site, anchors_cache)
-    probing.__exit__(None, None, None)
+    with phase('desktop: page probe'):
+        try:
+            probe = page.evaluate(PAGE_PROBE)
+        except PlaywrightError:  # a redirecting page (index.html) can be between two documents
+            page.wait_for_load_state("load")
+            page.wait_for_timeout(500)
+            probe = page.evaluate(PAGE_PROBE)
+        if probe["unrendered"]:
+            problems.append(f"{probe['unrendered']} of {probe['maths']} math elements not rendered")
+        if probe["dollars"]:
+            problems.append(f"raw $...$ in the prose: {probe['dollars']}")
+        if probe["tracebacks"]:
+            problems.append(f"{probe['tracebacks']} traceback or error outputs")
+        for src in probe["broken"]:
+            problems.append(f"image did not load: {src}")
+        for src, alt in probe["badAlt"]:
+            problems.append(f"image without alt text saying what it shows: {src} (alt={alt!r})")
+        final = unquote(urlparse(page.url).path).lstrip("/") or "index.html"  # after redirects
+        problems += check_links(probe["links"], (site / final).resolve(), site, anchors_cache)
     with phase('desktop: screenshot'):
         # the whole page (--full-page: a long chapter takes seconds) or its first screen
         page.screenshot(path=str(shot), full_page=FULL_PAGE, timeout=120000)
     # The desktop sidebar toggle hides the chapter list and brings it back.
-    toggling = phase('desktop: sidebar toggle')
-    toggling.__enter__()
-    if probe["themed"] or page.locator(CHAPTER_LIST).count():
-        toggle = visible_toggle(page, "primary-toggle")
-        if not page.locator(CHAPTER_LIST).count():
-            problems.append("no chapter list (site navigation) in the page")
-        elif toggle is None:
-            problems.append("desktop: no visible sidebar toggle")
-        elif not on_screen(page, CHAPTER_LIST, True):
-            problems.append("desktop: the chapter list is not shown")
-        elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, False):
-            problems.append("desktop: the sidebar toggle does not hide the chapter list")
-        elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, True):
-            problems.append("desktop: the sidebar toggle does not bring the chapter list back")
-    toggling.__exit__(None, None, None)
+    with phase('desktop: sidebar toggle'):
+        if probe["themed"] or page.locator(CHAPTER_LIST).count():
+            toggle = visible_toggle(page, "primary-toggle")
+            if not page.locator(CHAPTER_LIST).count():
+                problems.append("no chapter list (site navigation) in the page")
+            elif toggle is None:
+                problems.append("desktop: no visible sidebar toggle")
+            elif not on_screen(page, CHAPTER_LIST, True):
+                problems.append("desktop: the chapter list is not shown")
+            elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, False):
+                problems.append("desktop: the sidebar toggle does not hide the chapter list")
+            elif not press(toggle, touch=False) or not on_screen(page, CHAPTER_LIST, True):
+                problems.append("desktop: the sidebar toggle does not bring the chapter list back")
     # Everything a reader can open, opened: copy buttons (a hidden one has no name yet),
     # figures, code, tab stops.
     with phase('desktop: expand'):
